@@ -1,0 +1,317 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { parse as parseYaml } from "yaml";
+import { AdminHttp } from "../testing/http.js";
+import { ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
+import { isProcessAlive } from "../testing/process.js";
+import { CliError } from "./errors.js";
+
+/**
+ * `kubeloop cluster start|status|stop|run`: a local control plane that outlives the command.
+ *
+ * `start` builds missing binaries in the foreground (so progress shows), then launches a detached
+ * supervisor (`cluster run`) that owns the plane, and waits until the supervisor reports it ready.
+ * The supervisor's state file is how `status` and `stop` find it again.
+ */
+
+const USAGE = `Usage:
+  kubeloop cluster start  [--profile apiserver|cluster] [--nodes N] [--dir DIR]
+  kubeloop cluster status [--dir DIR]
+  kubeloop cluster stop   [--dir DIR]
+  kubeloop cluster run    [--profile …] [--nodes N] [--dir DIR]   (in the foreground, until Ctrl-C)
+
+  --profile  apiserver: etcd + kube-apiserver (default)
+             cluster:   also controller manager, scheduler and kwok fake nodes (Pods run)
+  --nodes    fake nodes in the cluster profile (default 1)
+  --dir      the cluster's folder (default .kubeloop/cluster)`;
+
+export const DEFAULT_CLUSTER_DIR = ".kubeloop/cluster";
+/** Starting a cold cluster profile takes ~10–20 s here; allow for a much slower machine. */
+const START_WAIT_MS = 180_000;
+/** A supervisor stops the plane within ~15 s; after this it is killed. */
+const STOP_WAIT_MS = 60_000;
+
+interface ClusterState {
+  phase: "starting" | "ready" | "failed" | "stopping";
+  pid: number;
+  profile: Profile;
+  nodes: number;
+  server?: string;
+  kubeconfig?: string;
+  components?: { name: string; pid: number | undefined; logPath: string }[];
+  error?: string;
+  startedAt: string;
+}
+
+interface ClusterFlags {
+  dir: string;
+  profile: Profile;
+  nodes: number;
+}
+
+export async function clusterCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      profile: { type: "string" },
+      nodes: { type: "string" },
+      dir: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help || sub === undefined) {
+    console.log(USAGE);
+    return values.help ? 0 : 1;
+  }
+  const profile = (values.profile ?? "apiserver") as Profile;
+  if (profile !== "apiserver" && profile !== "cluster") {
+    throw new CliError(`--profile must be apiserver or cluster, got "${values.profile}"`);
+  }
+  const nodes = values.nodes === undefined ? 1 : Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
+    throw new CliError(`--nodes must be a whole number from 0 to 1000, got "${values.nodes}"`);
+  }
+  const flags: ClusterFlags = { dir: resolve(values.dir ?? DEFAULT_CLUSTER_DIR), profile, nodes };
+  switch (sub) {
+    case "start":
+      return start(flags);
+    case "status":
+      return status(flags);
+    case "stop":
+      return stop(flags);
+    case "run":
+      return run(flags);
+    default:
+      throw new CliError(`unknown cluster command "${sub}"\n\n${USAGE}`);
+  }
+}
+
+async function start(flags: ClusterFlags): Promise<number> {
+  const running = liveState(flags.dir);
+  if (running) {
+    throw new CliError(
+      `a cluster is already running in ${flags.dir} (pid ${running.pid}, profile ${running.profile}).\n` +
+        `Use it:   export KUBECONFIG=${running.kubeconfig ?? join(flags.dir, "kubeconfig")}\n` +
+        `Stop it:  kubeloop cluster stop --dir ${flags.dir}`,
+    );
+  }
+  await ensureAssets(binariesFor(flags.profile));
+  mkdirSync(join(flags.dir, "logs"), { recursive: true });
+  rmSync(statePath(flags.dir), { force: true });
+  const logPath = join(flags.dir, "logs", "supervisor.log");
+  const log = openSync(logPath, "a");
+  const script = fileURLToPath(new URL("./main.js", import.meta.url));
+  const args = [
+    script,
+    "cluster",
+    "run",
+    "--dir",
+    flags.dir,
+    "--profile",
+    flags.profile,
+    "--nodes",
+    String(flags.nodes),
+  ];
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log, log] });
+  let exited: number | null | undefined;
+  child.on("exit", (code) => {
+    exited = code;
+  });
+  child.unref();
+  console.error(`Starting a ${flags.profile} control plane in ${flags.dir} …`);
+  const deadline = Date.now() + START_WAIT_MS;
+  for (;;) {
+    const state = readState(flags.dir);
+    if (state?.phase === "ready") {
+      printReady(state, flags.dir);
+      return 0;
+    }
+    if (state?.phase === "failed" || exited !== undefined) {
+      throw new CliError(
+        `the control plane did not start${state?.error ? `:\n${state.error}` : ` (supervisor exited with ${exited})`}\n` +
+          `Supervisor log: ${logPath}`,
+      );
+    }
+    if (Date.now() > deadline) {
+      process.kill(child.pid ?? 0, "SIGTERM");
+      throw new CliError(`the control plane was not ready after ${START_WAIT_MS / 1000}s; see ${logPath}`);
+    }
+    await sleep(100);
+  }
+}
+
+function printReady(state: ClusterState, dir: string): void {
+  console.log(`Control plane (${state.profile}) is running: ${state.server}`);
+  console.log(`kubeconfig: ${state.kubeconfig}`);
+  console.log(`logs:       ${join(dir, "logs")}`);
+  console.log(`stop with:  kubeloop cluster stop --dir ${dir}`);
+  console.log(`export KUBECONFIG=${state.kubeconfig}`);
+}
+
+async function status(flags: ClusterFlags): Promise<number> {
+  const state = readState(flags.dir);
+  if (!state) {
+    console.log(`No cluster in ${flags.dir}.`);
+    return 1;
+  }
+  if (!isProcessAlive(state.pid)) {
+    console.log(`The cluster in ${flags.dir} is not running (its supervisor, pid ${state.pid}, is gone).`);
+    return 1;
+  }
+  console.log(
+    `Cluster in ${flags.dir}: ${state.phase}, profile ${state.profile}, supervisor pid ${state.pid}`,
+  );
+  if (state.phase !== "ready") return 1;
+  console.log(`server:     ${state.server}`);
+  console.log(`kubeconfig: ${state.kubeconfig}`);
+  let healthy = true;
+  for (const component of state.components ?? []) {
+    const alive = component.pid !== undefined && isProcessAlive(component.pid);
+    healthy &&= alive;
+    console.log(`  ${component.name.padEnd(24)} pid ${component.pid} ${alive ? "running" : "NOT RUNNING"}`);
+  }
+  const ready = await readyz(state);
+  console.log(`  /readyz                  ${ready}`);
+  return healthy && ready === "ok" ? 0 : 1;
+}
+
+async function readyz(state: ClusterState): Promise<string> {
+  if (!state.kubeconfig || !state.server) return "unknown";
+  const config = parseYaml(readFileSync(state.kubeconfig, "utf8")) as {
+    clusters: { cluster: { "certificate-authority-data": string } }[];
+    users: { user: { "client-certificate-data": string; "client-key-data": string } }[];
+  };
+  const decode = (b64: string | undefined) => Buffer.from(b64 ?? "", "base64").toString("utf8");
+  const http = new AdminHttp({
+    server: state.server,
+    caCert: decode(config.clusters[0]?.cluster["certificate-authority-data"]),
+    clientCert: decode(config.users[0]?.user["client-certificate-data"]),
+    clientKey: decode(config.users[0]?.user["client-key-data"]),
+  });
+  try {
+    const response = await http.get("/readyz");
+    return response.status === 200 ? "ok" : `HTTP ${response.status}: ${response.text.trim()}`;
+  } catch (error) {
+    return `unreachable (${(error as Error).message})`;
+  } finally {
+    http.close();
+  }
+}
+
+async function stop(flags: ClusterFlags): Promise<number> {
+  const state = readState(flags.dir);
+  if (!state || !isProcessAlive(state.pid)) {
+    rmSync(statePath(flags.dir), { force: true });
+    console.log(`No cluster is running in ${flags.dir}.`);
+    return 0;
+  }
+  process.kill(state.pid, "SIGTERM");
+  const deadline = Date.now() + STOP_WAIT_MS;
+  while (isProcessAlive(state.pid)) {
+    if (Date.now() > deadline) {
+      // The supervisor is stuck: kill it; its watchdog then ends the components.
+      process.kill(state.pid, "SIGKILL");
+      break;
+    }
+    await sleep(100);
+  }
+  rmSync(statePath(flags.dir), { force: true });
+  console.log(`Stopped the cluster in ${flags.dir}.`);
+  return 0;
+}
+
+/** The supervisor: owns the plane until SIGTERM/SIGINT. Also usable directly, in the foreground. */
+async function run(flags: ClusterFlags): Promise<number> {
+  const running = liveState(flags.dir);
+  if (running && running.pid !== process.pid) {
+    throw new CliError(`a cluster is already running in ${flags.dir} (pid ${running.pid})`);
+  }
+  const base = {
+    pid: process.pid,
+    profile: flags.profile,
+    nodes: flags.nodes,
+    startedAt: new Date().toISOString(),
+  };
+  writeState(flags.dir, { ...base, phase: "starting" });
+  const plane = new ControlPlane({
+    profile: flags.profile,
+    nodes: flags.nodes,
+    dir: flags.dir,
+    handleSignals: false,
+  });
+  let stopRequested = false;
+  const stopped = new Promise<void>((resolveStop) => {
+    const onSignal = () => {
+      if (stopRequested) return;
+      stopRequested = true;
+      writeState(flags.dir, { ...base, phase: "stopping" });
+      void plane.stop().then(resolveStop, resolveStop);
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    process.on("SIGHUP", onSignal);
+  });
+  try {
+    await plane.start();
+  } catch (error) {
+    writeState(flags.dir, { ...base, phase: "failed", error: (error as Error).message });
+    console.error((error as Error).message);
+    return 1;
+  }
+  const ready: ClusterState = {
+    ...base,
+    phase: "ready",
+    server: plane.server,
+    kubeconfig: plane.kubeconfigPath,
+    components: plane.components,
+  };
+  if (!stopRequested) writeState(flags.dir, ready);
+  console.error(`ready: ${plane.server} (kubeconfig ${plane.kubeconfigPath})`);
+  // Nothing else holds the event loop open (the plane's processes are unref'd): keep it alive.
+  const keepAlive = setInterval(() => {}, 60_000);
+  await stopped;
+  clearInterval(keepAlive);
+  rmSync(statePath(flags.dir), { force: true });
+  console.error("stopped");
+  return 0;
+}
+
+function binariesFor(profile: Profile) {
+  return profile === "cluster"
+    ? (["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const).slice()
+    : (["etcd", "kube-apiserver"] as const).slice();
+}
+
+function statePath(dir: string): string {
+  return join(dir, "state.json");
+}
+
+function readState(dir: string): ClusterState | undefined {
+  const path = statePath(dir);
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as ClusterState;
+  } catch {
+    return undefined; // Caught mid-write; the next poll reads it whole.
+  }
+}
+
+function writeState(dir: string, state: ClusterState): void {
+  const path = statePath(dir);
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
+  // Rename is atomic: readers never see half a file.
+  renameSync(`${path}.tmp`, path);
+}
+
+function liveState(dir: string): ClusterState | undefined {
+  const state = readState(dir);
+  return state && isProcessAlive(state.pid) && state.phase !== "failed" ? state : undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
+}

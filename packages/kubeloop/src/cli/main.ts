@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+import { assetsCommand } from "./assets.js";
+import { clusterCommand } from "./cluster.js";
+import { CliError } from "./errors.js";
+
+const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
+
+Usage:
+  kubeloop cluster start [--profile apiserver|cluster] [--nodes N] [--dir DIR]
+  kubeloop cluster status [--dir DIR]
+  kubeloop cluster stop [--dir DIR]
+  kubeloop assets build        build the control-plane binaries (cached by version)
+  kubeloop assets where        print where each binary comes from
+
+Run \`kubeloop <command> --help\` for a command's options.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "cluster":
+      return clusterCommand(rest);
+    case "assets":
+      return assetsCommand(rest);
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      console.log(USAGE);
+      return command === undefined ? 1 : 0;
+    default:
+      throw new CliError(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      console.error(`kubeloop: ${error.message}`);
+      process.exitCode = error.exitCode;
+    } else if (
+      error instanceof Error &&
+      (error.name === "AssetsError" || error.name === "ControlPlaneError")
+    ) {
+      console.error(`kubeloop: ${error.message}`);
+      process.exitCode = 1;
+    } else {
+      console.error(error);
+      process.exitCode = 1;
+    }
+  },
+);

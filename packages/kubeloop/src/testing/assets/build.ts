@@ -1,0 +1,344 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AssetsError } from "../errors.js";
+import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
+import { componentDir, defaultAssetsRoot } from "./locate.js";
+import { acquireLock } from "./lock.js";
+import { COMPONENTS, type ComponentName, type ComponentSpec, componentDirName } from "./versions.js";
+
+/**
+ * Builds the pinned control-plane binaries from Go modules on the module proxy, into the
+ * version-keyed asset cache. See docs/control-plane.md for the recipe and why each step is there.
+ *
+ * Safe to call from many processes at once: a lock per component serialises builders, a build is
+ * written to a scratch folder and moved into place only once every binary runs, and a process that
+ * waited for the lock finds the finished build and returns.
+ */
+
+export interface BuildOptions {
+  /** The asset cache to install into. Defaults to {@link defaultAssetsRoot}. */
+  root?: string;
+  /** Receives human-readable progress lines. Defaults to standard error. */
+  onProgress?: (line: string) => void;
+  /** The `go` command. Defaults to `go` on PATH. */
+  go?: string;
+  /** Environment for the Go toolchain (GOPROXY, GOMODCACHE, …). Defaults to this process's. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What `build-info.json` beside a component's binaries records. */
+export interface BuildInfo {
+  component: ComponentName;
+  version: string;
+  go: string;
+  builtAt: string;
+  seconds: number;
+  /** Each binary's own `--version` output, as proof it runs. */
+  versions: Record<string, string>;
+}
+
+const BUILD_INFO = "build-info.json";
+/** How often a long compile reports that it is still going. */
+const HEARTBEAT_MS = 20_000;
+
+export function isInstalled(root: string, spec: ComponentSpec): boolean {
+  const dir = componentDir(root, spec);
+  return existsSync(join(dir, BUILD_INFO)) && spec.binaries.every((binary) => existsSync(join(dir, binary)));
+}
+
+export function readBuildInfo(root: string, spec: ComponentSpec): BuildInfo | undefined {
+  const path = join(componentDir(root, spec), BUILD_INFO);
+  if (!existsSync(path)) return undefined;
+  return JSON.parse(readFileSync(path, "utf8")) as BuildInfo;
+}
+
+/** Builds one component unless it is already installed; returns its build record. */
+export async function buildComponent(name: ComponentName, options: BuildOptions = {}): Promise<BuildInfo> {
+  const spec = COMPONENTS[name];
+  const root = options.root ?? defaultAssetsRoot();
+  const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const existing = readBuildInfo(root, spec);
+  if (existing && isInstalled(root, spec)) return existing;
+
+  const goBinary = options.go ?? "go";
+  const env = goEnv(options.env);
+  const goVersion = checkGo(goBinary, env);
+  mkdirSync(join(root, ".locks"), { recursive: true });
+  const lock = await acquireLock(join(root, ".locks", componentDirName(spec)), (holder) =>
+    progress(`Waiting for ${holder}, which is building ${name} v${spec.version}…`),
+  );
+  try {
+    // The process we waited for may have finished the very build we came for.
+    const built = readBuildInfo(root, spec);
+    if (built && isInstalled(root, spec)) return built;
+    return await buildLocked(spec, root, goBinary, goVersion, env, progress);
+  } finally {
+    lock.release();
+  }
+}
+
+async function buildLocked(
+  spec: ComponentSpec,
+  root: string,
+  goBinary: string,
+  goVersion: string,
+  env: NodeJS.ProcessEnv,
+  progress: (line: string) => void,
+): Promise<BuildInfo> {
+  const started = Date.now();
+  const work = join(root, ".build", componentDirName(spec));
+  const out = join(work, "out");
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const logPath = join(work, "build.log");
+  const log = openLog(logPath);
+  const counter = new PackageCounter();
+  const run: GoRun = { cwd: work, env, log, logPath, onLine: (line) => counter.see(line) };
+  progress(`Building ${spec.name} v${spec.version} with Go ${goVersion} (log: ${logPath})`);
+  const heartbeat = setInterval(() => {
+    progress(`  ${spec.name}: ${counter.describe()}, ${formatSeconds((Date.now() - started) / 1000)} so far`);
+  }, HEARTBEAT_MS);
+  try {
+    await RECIPES[spec.name]({ spec, work, out, run, goBinary, progress, counter });
+    const versions: Record<string, string> = {};
+    for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
+    const info: BuildInfo = {
+      component: spec.name,
+      version: spec.version,
+      go: goVersion,
+      builtAt: new Date().toISOString(),
+      seconds: Math.round((Date.now() - started) / 100) / 10,
+      versions,
+    };
+    writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
+    const target = componentDir(root, spec);
+    rmSync(target, { recursive: true, force: true });
+    renameSync(out, target);
+    progress(`Built ${spec.name} v${spec.version} in ${formatSeconds(info.seconds)} → ${target}`);
+    return info;
+  } finally {
+    clearInterval(heartbeat);
+    log.end();
+  }
+}
+
+interface RecipeContext {
+  spec: ComponentSpec;
+  work: string;
+  out: string;
+  run: GoRun;
+  goBinary: string;
+  progress: (line: string) => void;
+  counter: PackageCounter;
+}
+
+type Recipe = (context: RecipeContext) => Promise<void>;
+
+/** One function per component: the steps that turn its module into binaries. */
+const RECIPES: Record<ComponentName, Recipe> = {
+  /**
+   * `k8s.io/kubernetes` requires its staging modules at the non-existent v0.0.0 and maps them with
+   * `replace … => ./staging/…`, which only the main module may do. So we write a wrapper module that
+   * replaces every staging module with its published twin (v1.X.Y ↔ v0.X.Y), taking the list from
+   * the tag's own go.mod so it is right for any release.
+   */
+  async kubernetes(context) {
+    const { spec, run, goBinary } = context;
+    const tag = `v${spec.version}`;
+    const staging = `v0.${spec.version.slice(spec.version.indexOf(".") + 1)}`;
+    await initModule(context, "kubeloop.local/kubernetes");
+    context.progress(`  resolving k8s.io/kubernetes@${tag} and its staging modules`);
+    const download = JSON.parse(
+      await runGo(
+        "Reading k8s.io/kubernetes's go.mod",
+        ["mod", "download", "-json", `k8s.io/kubernetes@${tag}`],
+        run,
+        goBinary,
+      ),
+    ) as { GoMod?: string; Error?: string };
+    if (download.Error || !download.GoMod) {
+      throw new AssetsError(
+        `Could not fetch k8s.io/kubernetes@${tag} from the Go module proxy: ${download.Error}`,
+      );
+    }
+    const upstream = parseGoMod(readFileSync(download.GoMod, "utf8"));
+    const edits = [`-go=${upstream.go}`, `-require=k8s.io/kubernetes@${tag}`];
+    // GODEBUG defaults come only from the main module: mirror upstream's so TLS/x509 behave as released.
+    if (upstream.godebugDefault) edits.push(`-godebug=default=${upstream.godebugDefault}`);
+    for (const module of upstream.stagingModules) edits.push(`-replace=${module}=${module}@${staging}`);
+    await runGo("Writing the wrapper go.mod", ["mod", "edit", ...edits], run, goBinary);
+    const packages = spec.binaries.map((binary) => `k8s.io/kubernetes/cmd/${binary}`);
+    context.progress(
+      `  downloading modules (${upstream.stagingModules.length} staging modules at ${staging})`,
+    );
+    await runGo(
+      "Downloading Kubernetes modules",
+      ["get", ...packages.map((p) => `${p}@${tag}`)],
+      run,
+      goBinary,
+    );
+    const minor = spec.version.split(".")[1];
+    const buildDate = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    const ldflags = ["-s", "-w"];
+    // Without these, /version says v0.0.0 and kubectl and kwok cannot tell what they talk to.
+    for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+      ldflags.push(
+        `-X ${pkg}.gitVersion=${tag}`,
+        `-X ${pkg}.gitMajor=1`,
+        `-X ${pkg}.gitMinor=${minor}`,
+        `-X ${pkg}.gitTreeState=clean`,
+        `-X ${pkg}.buildDate=${buildDate}`,
+      );
+    }
+    await compile(context, packages, ["-tags=selinux,notest,grpcnotrace", `-ldflags=${ldflags.join(" ")}`]);
+  },
+
+  /** etcd's server module has a main package but `replace` directives, so it too needs a wrapper. */
+  async etcd(context) {
+    const { spec, run, goBinary } = context;
+    await initModule(context, "kubeloop.local/etcd");
+    context.progress("  downloading modules");
+    await runGo(
+      "Downloading etcd modules",
+      ["get", `go.etcd.io/etcd/server/v3@v${spec.version}`],
+      run,
+      goBinary,
+    );
+    await compile(context, ["go.etcd.io/etcd/server/v3"], ["-ldflags=-s -w"], "etcd");
+  },
+
+  /**
+   * kwok has no `replace` directives; we still build it through a wrapper so that progress and flags
+   * match the others, and so its stage definitions (which it embeds, and which the standalone
+   * controller needs on its command line) can be copied from the module.
+   */
+  async kwok(context) {
+    const { spec, run, goBinary, out } = context;
+    await initModule(context, "kubeloop.local/kwok");
+    context.progress("  downloading modules");
+    await runGo(
+      "Downloading kwok modules",
+      ["get", `sigs.k8s.io/kwok/cmd/kwok@v${spec.version}`],
+      run,
+      goBinary,
+    );
+    // kwok's version is a constant in its source, so no version ldflags are needed.
+    await compile(context, ["sigs.k8s.io/kwok/cmd/kwok"], ["-ldflags=-s -w"]);
+    const moduleDir = (
+      await runGo(
+        "Locating the kwok module",
+        ["list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
+        run,
+        goBinary,
+      )
+    ).trim();
+    writeFileSync(join(out, "stages.yaml"), kwokStages(moduleDir));
+  },
+};
+
+/** The stages kwokctl installs by default: nodes become Ready and heartbeat; pods run, finish and go. */
+const KWOK_STAGE_FILES = [
+  "kustomize/stage/node/fast/node-initialize.yaml",
+  "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+  "kustomize/stage/pod/fast/pod-ready.yaml",
+  "kustomize/stage/pod/fast/pod-complete.yaml",
+  "kustomize/stage/pod/fast/pod-delete.yaml",
+];
+
+function kwokStages(moduleDir: string): string {
+  return KWOK_STAGE_FILES.map((file) => {
+    const path = join(moduleDir, file);
+    if (!existsSync(path)) throw new AssetsError(`kwok's module has no ${file}; its layout changed`);
+    return readFileSync(path, "utf8").trim();
+  }).join("\n---\n");
+}
+
+async function initModule({ work, run, goBinary }: RecipeContext, module: string): Promise<void> {
+  if (!existsSync(join(work, "go.mod"))) {
+    await runGo("Creating the wrapper module", ["mod", "init", module], run, goBinary);
+  }
+}
+
+/** `go build -v` prints each package as it compiles; counting them against `go list -deps` is progress. */
+async function compile(
+  context: RecipeContext,
+  packages: string[],
+  flags: string[],
+  outputName?: string,
+): Promise<void> {
+  const { run, goBinary, out, counter } = context;
+  const deps = await runGo(
+    "Listing packages",
+    ["list", "-deps", ...flagsForList(flags), ...packages],
+    run,
+    goBinary,
+  );
+  counter.reset(deps.split("\n").filter(Boolean).length);
+  const names = outputName ? [outputName] : packages.map((p) => p.split("/").pop());
+  context.progress(`  compiling ${names.join(", ")} (${counter.total} packages)`);
+  const output = outputName ? join(out, outputName) : `${out}/`;
+  await runGo("Compiling", ["build", "-v", "-trimpath", ...flags, "-o", output, ...packages], run, goBinary);
+}
+
+function flagsForList(flags: string[]): string[] {
+  return flags.filter((flag) => flag.startsWith("-tags="));
+}
+
+/** Runs a fresh binary's `--version` so a broken build never lands in the cache. */
+function verifyBinary(path: string, spec: ComponentSpec): string {
+  const result = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 30_000 });
+  const output = `${result.stdout ?? ""}${result.stderr ?? ""}`.trim();
+  if (result.error || result.status !== 0 || !output.includes(spec.version)) {
+    throw new AssetsError(
+      `The freshly built ${path} does not run as expected (wanted version ${spec.version} in its --version): ` +
+        `${result.error?.message ?? output.slice(0, 500)}`,
+    );
+  }
+  return output.split("\n")[0] ?? output;
+}
+
+export interface UpstreamGoMod {
+  go: string;
+  godebugDefault: string | undefined;
+  stagingModules: string[];
+}
+
+/** Reads what the wrapper must mirror from `k8s.io/kubernetes`'s go.mod. */
+export function parseGoMod(text: string): UpstreamGoMod {
+  const go = /^go\s+(\S+)/m.exec(text)?.[1];
+  if (!go) throw new AssetsError("k8s.io/kubernetes's go.mod has no go directive");
+  const godebugDefault = /^godebug\s+\(?\s*default=(\S+)/m.exec(text)?.[1];
+  const stagingModules = [...text.matchAll(/^\s*(k8s\.io\/[^\s]+)\s+=>\s+\.\/staging\//gm)]
+    .map((match) => match[1] as string)
+    .sort();
+  if (stagingModules.length === 0)
+    throw new AssetsError("k8s.io/kubernetes's go.mod lists no staging modules");
+  return { go, godebugDefault, stagingModules };
+}
+
+class PackageCounter {
+  total = 0;
+  private done = 0;
+
+  reset(total: number): void {
+    this.total = total;
+    this.done = 0;
+  }
+
+  see(line: string): void {
+    // `go build -v` prints bare import paths; everything else (downloads, errors) has spaces or colons.
+    if (this.total > 0 && /^[\w.\-/]+$/.test(line)) this.done++;
+  }
+
+  describe(): string {
+    if (this.total === 0) return "preparing";
+    return `compiled ${Math.min(this.done, this.total)} of up to ${this.total} packages`;
+  }
+}
+
+export function formatSeconds(seconds: number): string {
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.round(seconds % 60);
+  return minutes > 0 ? `${minutes}m${String(rest).padStart(2, "0")}s` : `${rest}s`;
+}

@@ -1,0 +1,67 @@
+import { AssetsError } from "../errors.js";
+import { type BuildOptions, buildComponent } from "./build.js";
+import {
+  type AssetSources,
+  defaultAssetsRoot,
+  hasKwokStages,
+  kwokStagesPath,
+  locateBinary,
+} from "./locate.js";
+import { type BinaryName, type ComponentName, componentOf } from "./versions.js";
+
+export { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
+export { type AssetSources, defaultAssetsRoot, kwokStagesPath, locateBinary } from "./locate.js";
+export * from "./versions.js";
+
+export interface EnsureAssetsOptions extends AssetSources, BuildOptions {
+  /**
+   * Build what is missing (default). When false, a missing binary is an error that says how to get
+   * it; CI jobs that build in a separate step use this to fail fast.
+   */
+  build?: boolean;
+}
+
+export interface ResolvedAssets {
+  binaries: Partial<Record<BinaryName, string>>;
+  /** The kwok stages file, when kwok was asked for. */
+  kwokStages?: string;
+}
+
+/** Finds each binary, building the components that are missing (at most once per component). */
+export async function ensureAssets(
+  needed: BinaryName[],
+  options: EnsureAssetsOptions = {},
+): Promise<ResolvedAssets> {
+  const root = options.root ?? defaultAssetsRoot();
+  const sources = { ...options, root };
+  const missing = new Set<ComponentName>();
+  for (const binary of needed) {
+    if (!locateBinary(binary, sources)) missing.add(componentOf(binary).name);
+  }
+  if (needed.includes("kwok") && !locateKwokStages(root)) missing.add("kwok");
+  if (missing.size > 0 && options.build === false) {
+    throw new AssetsError(
+      `Control-plane binaries missing for ${[...missing].join(", ")} (looked in ${root}` +
+        `${process.env.KUBEBUILDER_ASSETS ? ` and KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` : ""}). ` +
+        "Run `npx kubeloop assets build` to build them from Go modules.",
+    );
+  }
+  // Sequential on purpose: each build already uses every core, and they share Go's build cache.
+  for (const component of missing) await buildComponent(component, { ...options, root });
+
+  const binaries: Partial<Record<BinaryName, string>> = {};
+  for (const binary of needed) {
+    const found = locateBinary(binary, sources);
+    if (!found)
+      throw new AssetsError(
+        `${binary} is still missing after its build; see the build log under ${root}/.build`,
+      );
+    binaries[binary] = found.path;
+  }
+  const kwokStages = needed.includes("kwok") ? locateKwokStages(root) : undefined;
+  return kwokStages ? { binaries, kwokStages } : { binaries };
+}
+
+function locateKwokStages(root: string): string | undefined {
+  return hasKwokStages(root) ? kwokStagesPath(root) : undefined;
+}

@@ -1,0 +1,41 @@
+/**
+ * `kubeloop/testing`: a real Kubernetes control plane for tests, demos and local runs, built from
+ * pinned Go modules and cached outside the project.
+ *
+ * @example
+ * ```ts
+ * import { ControlPlane, kubectl } from "kubeloop/testing";
+ *
+ * const plane = await new ControlPlane({ profile: "cluster", nodes: 2 }).start();
+ * const nodes = await kubectl(["get", "nodes"], { kubeconfig: plane.kubeconfigPath });
+ * await plane.stop();
+ * ```
+ */
+export {
+  type AssetSources,
+  type BinaryName,
+  type BuildInfo,
+  type BuildOptions,
+  buildComponent,
+  COMPONENTS,
+  defaultAssetsRoot,
+  type EnsureAssetsOptions,
+  ETCD_VERSION,
+  ensureAssets,
+  KUBERNETES_VERSION,
+  KWOK_VERSION,
+  locateBinary,
+  type ResolvedAssets,
+  readBuildInfo,
+} from "./assets/index.js";
+export {
+  type ComponentInfo,
+  ControlPlane,
+  type ControlPlaneOptions,
+  DEFAULT_START_TIMEOUT_MS,
+  type Profile,
+  type UserCredentials,
+} from "./control-plane.js";
+export type { CrdObject } from "./crds.js";
+export { AssetsError, ControlPlaneError } from "./errors.js";
+export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";

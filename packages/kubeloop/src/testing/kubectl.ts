@@ -1,0 +1,48 @@
+import { spawn } from "node:child_process";
+
+/** What a kubectl run printed. */
+export interface KubectlResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface KubectlOptions {
+  /** The kubeconfig to use (e.g. `plane.kubeconfigPath`). */
+  kubeconfig: string;
+  /** Written to kubectl's standard input (for `apply -f -`). */
+  input?: string;
+  /** The kubectl binary. Default: `$KUBECTL`, else `kubectl` on PATH. */
+  binary?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Runs the machine's kubectl against a control plane, the way a user would check what an operator
+ * did. Resolves with the exit code and output; it does not throw on a non-zero exit.
+ */
+export function kubectl(args: string[], options: KubectlOptions): Promise<KubectlResult> {
+  const binary = options.binary ?? process.env.KUBECTL ?? "kubectl";
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, args, {
+      env: { ...process.env, KUBECONFIG: options.kubeconfig },
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: options.timeoutMs ?? 60_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    child.on("error", (error) =>
+      reject(
+        new Error(`kubectl could not be run (${binary}): ${error.message}. Install kubectl or set KUBECTL.`),
+      ),
+    );
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}

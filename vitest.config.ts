@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["packages/*/src/**/*.test.ts", "examples/*/test/**/*.test.ts", "bench/**/*.test.ts"],
+    // Each file starts its own control plane: processes, not threads, keep them apart.
+    pool: "forks",
+    // Files mostly wait on API servers, so three run well side by side on two cores.
+    maxWorkers: 3,
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    globalSetup: ["packages/kubeloop/test/global-setup.ts"],
+    reporters: ["default", "./scripts/summary-reporter.ts"],
+  },
+});
