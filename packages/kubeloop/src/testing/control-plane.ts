@@ -111,6 +111,8 @@ export class ControlPlane {
   private http: AdminHttp | undefined;
   private ca: CertificateAuthority | undefined;
   private serverUrl: string | undefined;
+  private etcdClientUrl: string | undefined;
+  private apiServerArgs: string[] = [];
   private started = false;
   private stopping: Promise<void> | undefined;
   private readonly disposable = { disposeNow: () => this.disposeNow() };
@@ -131,6 +133,11 @@ export class ControlPlane {
   /** `https://127.0.0.1:<port>` */
   get server(): string {
     return this.require(this.serverUrl, "server");
+  }
+
+  /** etcd's client URL (`http://127.0.0.1:<port>`), for tests that compact or inspect storage. */
+  get etcdUrl(): string {
+    return this.require(this.etcdClientUrl, "etcdUrl");
   }
 
   /** A kubeconfig file for the admin user (group `system:masters`). */
@@ -194,6 +201,53 @@ export class ControlPlane {
   /** Installs CRD objects already in memory (e.g. generated from a resource definition). */
   async installCrdObjects(crds: CrdObject[]): Promise<string[]> {
     return installCrds(this.admin(), crds);
+  }
+
+  /**
+   * Stops kube-apiserver and starts it again on the same port with the same flags (etcd keeps the
+   * data): what clients see during a control-plane upgrade. Resolves when /readyz passes again.
+   */
+  async restartApiServer(): Promise<void> {
+    const index = this.processes.findIndex((p) => p.name === "kube-apiserver");
+    const old = this.processes[index];
+    if (!old) throw new ControlPlaneError("kube-apiserver is not running");
+    await old.stop();
+    const fresh = new ManagedProcess({
+      name: "kube-apiserver",
+      binary: old.binary,
+      args: this.apiServerArgs,
+      logPath: old.logPath,
+      cwd: this.dir,
+    });
+    this.processes[index] = fresh;
+    this.writePids();
+    await waitFor(
+      "kube-apiserver to pass /readyz after a restart",
+      async () => (await this.admin().get("/readyz")).status === 200,
+      {
+        timeoutMs: DEFAULT_START_TIMEOUT_MS,
+        abortIf: () => this.abortIfExited([fresh]),
+      },
+    );
+  }
+
+  /**
+   * Compacts etcd's history up to now, so watches and lists from an older resourceVersion get
+   * 410 Gone (for resources the API server does not serve from its watch cache, see
+   * `--watch-cache-sizes`). Returns the compacted revision.
+   */
+  async compactEtcd(): Promise<number> {
+    const post = async (path: string, body: object) => {
+      const response = await fetch(`${this.etcdUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
+      if (!response.ok)
+        throw new ControlPlaneError(`etcd ${path} failed: HTTP ${response.status} ${await response.text()}`);
+      return (await response.json()) as { header?: { revision?: string } };
+    };
+    const revision = Number(
+      (await post("/v3/kv/range", { key: Buffer.from("/").toString("base64") })).header?.revision,
+    );
+    await post("/v3/kv/compaction", { revision: String(revision), physical: true });
+    return revision;
   }
 
   /**
@@ -284,6 +338,7 @@ export class ControlPlane {
 
     rmSync(join(dir, "etcd"), { recursive: true, force: true });
     const etcdUrl = `http://${HOST}:${etcdPort}`;
+    this.etcdClientUrl = etcdUrl;
     const etcd = this.spawn("etcd", binaries.etcd, [
       "--name=kubeloop",
       `--data-dir=${join(dir, "etcd")}`,
@@ -322,10 +377,8 @@ export class ControlPlane {
     ];
     // Without a controller manager nobody creates ServiceAccounts, and admission would reject Pods.
     if (this.profile === "apiserver") apiArgs.push("--disable-admission-plugins=ServiceAccount");
-    const apiserver = this.spawn("kube-apiserver", binaries["kube-apiserver"], [
-      ...apiArgs,
-      ...(this.options.apiServerArgs ?? []),
-    ]);
+    this.apiServerArgs = [...apiArgs, ...(this.options.apiServerArgs ?? [])];
+    const apiserver = this.spawn("kube-apiserver", binaries["kube-apiserver"], this.apiServerArgs);
     const watched = [etcd, apiserver];
     await waitFor(
       "kube-apiserver to pass /readyz",

@@ -1,0 +1,37 @@
+/**
+ * `kubeloop/cache`: reflectors (list + watch, resume, relist only on 410), stores with indexes,
+ * informers with handlers, and a registry that shares one watch between all consumers.
+ *
+ * @example
+ * ```ts
+ * import { Client } from "kubeloop/client";
+ * import { InformerRegistry } from "kubeloop/cache";
+ * import { Pod } from "kubeloop/k8s";
+ *
+ * const registry = new InformerRegistry(await Client.connect());
+ * const pods = registry.acquire(Pod, { namespace: "default" });
+ * await pods.informer.synced;
+ * console.log(pods.informer.list({ labels: { app: "web" } }).length);
+ * await pods.release();
+ * ```
+ */
+export {
+  type ChangeContext,
+  type DeleteContext,
+  Informer,
+  type InformerHandlers,
+  type InformerHealth,
+  type InformerOptions,
+  stripManagedFields,
+} from "./informer.js";
+export {
+  type BackoffOptions,
+  DEFAULT_BACKOFF,
+  Reflector,
+  type ReflectorOptions,
+  type ReflectorSink,
+  type ReflectorState,
+  type ReflectorStats,
+} from "./reflector.js";
+export { InformerRegistry, type InformerScope, type SharedInformer } from "./registry.js";
+export { type IndexFunc, NAMESPACE_INDEX, type ReplaceResult, Store } from "./store.js";

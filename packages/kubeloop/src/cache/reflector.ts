@@ -1,0 +1,255 @@
+import type { Client } from "../client/client.js";
+import { Gone, UnknownKind } from "../client/errors.js";
+import type { KubeObject, ResourceType } from "../client/types.js";
+
+/**
+ * The reflector keeps a sink in step with the server: list, then watch from the list's
+ * resourceVersion, forever. It is a small state machine:
+ *
+ *   LIST ──ok──▶ WATCH ──event──▶ WATCH (resourceVersion advances, bookmarks included)
+ *     ▲            │ server closed the stream (timeoutSeconds) ──▶ WATCH again at once, same RV
+ *     │            │ connection lost / silence past the inactivity timeout / 5xx / 429
+ *     │            │                      ──▶ wait (backoff) ──▶ WATCH from the last RV (no relist)
+ *     └── 410 Gone ┘ (history compacted) ──▶ LIST at once (the only reason to relist)
+ *
+ * A failed LIST (Forbidden, unknown kind, server down) is reported through `onError` and retried
+ * with the same backoff, so an operator whose RBAC is fixed later recovers without a restart.
+ * The initial state comes from a streaming watch (`sendInitialEvents`) where the server supports
+ * it (one request, no large list response in memory at once), else from a paged LIST (500 a page).
+ */
+
+export interface ReflectorSink<T extends KubeObject> {
+  /** The full state after a (re)list: the sink computes what was added, changed and deleted. */
+  replace(objects: T[], resourceVersion: string): void;
+  added(object: T): void;
+  modified(object: T): void;
+  deleted(object: T): void;
+}
+
+export interface ReflectorOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  metadataOnly?: boolean;
+  /** Page size of the initial LIST. Default 500, as client-go. */
+  pageSize?: number;
+  /** Use the streaming initial list where the server supports it. Default true. */
+  watchList?: boolean;
+  /** Silence (no bytes, bookmarks included) after which a watch is treated as dead. Default 3 min. */
+  inactivityTimeoutMs?: number;
+  backoff?: Partial<BackoffOptions>;
+  /** Called with every failure (the reflector itself keeps going). */
+  onError?: (error: Error) => void;
+  /** Called whenever the reflector changes state, for health reporting. */
+  onState?: (state: ReflectorState) => void;
+}
+
+export type ReflectorState = "listing" | "watching" | "backoff" | "stopped";
+
+export interface BackoffOptions {
+  initialMs: number;
+  maxMs: number;
+  factor: number;
+  /** Each wait is multiplied by a random factor in [1, 1 + jitter), so clients do not retry in step. */
+  jitter: number;
+  /** A watch that stayed healthy this long resets the backoff to `initialMs`. */
+  resetAfterMs: number;
+}
+
+/** client-go's reflector backoff: 800 ms doubling to 30 s, reset after 2 minutes of health. */
+export const DEFAULT_BACKOFF: BackoffOptions = {
+  initialMs: 800,
+  maxMs: 30_000,
+  factor: 2,
+  jitter: 1,
+  resetAfterMs: 120_000,
+};
+
+/** Server-side watch timeouts are spread over 5–10 minutes (client-go's choice) to avoid herds. */
+const MIN_WATCH_TIMEOUT_SECONDS = 300;
+
+export interface ReflectorStats {
+  lists: number;
+  watches: number;
+  relistsAfterGone: number;
+}
+
+export class Reflector<T extends KubeObject> {
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, relistsAfterGone: 0 };
+  private resourceVersion = "";
+  private state: ReflectorState = "stopped";
+  private readonly backoff: BackoffOptions;
+  private nextDelay: number;
+  private needList = true;
+
+  constructor(
+    private readonly client: Client,
+    private readonly type: ResourceType<T>,
+    private readonly sink: ReflectorSink<T>,
+    private readonly options: ReflectorOptions = {},
+  ) {
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.nextDelay = this.backoff.initialMs;
+  }
+
+  /** The resourceVersion the next watch resumes from. */
+  get lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  /** Runs until `signal` aborts. Never throws for server trouble; reports it through `onError`. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.needList = true;
+    let watchList = this.options.watchList ?? true;
+    while (!signal.aborted) {
+      try {
+        if (this.needList) {
+          this.setState("listing");
+          if (watchList) {
+            try {
+              // Lists and then keeps watching on the same stream; a failure after the initial
+              // events only needs a resume, which `needList` (cleared at their end) tells apart.
+              await this.watchFrom(signal, true);
+              continue;
+            } catch (error) {
+              if (!this.needList || !isWatchListUnsupported(error)) throw error;
+              watchList = false; // This server has no streaming lists: use LIST from now on.
+            }
+          }
+          await this.list(signal);
+        }
+        await this.watchFrom(signal, false);
+      } catch (error) {
+        if (signal.aborted) break;
+        if (error instanceof Gone) {
+          // The history we would resume from is gone: only a fresh list can restore the truth.
+          this.stats.relistsAfterGone++;
+          this.needList = true;
+          continue;
+        }
+        this.options.onError?.(error as Error);
+        this.setState("backoff");
+        await sleep(this.takeDelay(), signal);
+      }
+    }
+    this.setState("stopped");
+  }
+
+  private async list(signal: AbortSignal): Promise<void> {
+    this.stats.lists++;
+    const objects: T[] = [];
+    let resourceVersion = "";
+    let token: string | undefined;
+    do {
+      const options = {
+        ...this.selectors(),
+        limit: this.options.pageSize ?? 500,
+        signal,
+        ...(token ? { continue: token } : {}),
+      };
+      const page = this.options.metadataOnly
+        ? await this.client.listMetadata(this.type, options)
+        : await this.client.list(this.type, options);
+      for (const item of page.items) objects.push(item as T);
+      resourceVersion = page.metadata.resourceVersion ?? "";
+      token = page.metadata.continue || undefined;
+    } while (token);
+    this.resourceVersion = resourceVersion;
+    this.sink.replace(objects, resourceVersion);
+    this.needList = false;
+  }
+
+  /**
+   * One watch request. With `initial`, the server first streams the current state (ADDED events up
+   * to a bookmark marked `k8s.io/initial-events-end`), which replaces the sink's content.
+   */
+  private async watchFrom(signal: AbortSignal, initial: boolean): Promise<void> {
+    this.stats.watches++;
+    if (initial) this.stats.lists++;
+    const started = Date.now();
+    const timeoutSeconds = Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + Math.random()));
+    const events = this.client.watch(this.type, {
+      ...this.selectors(),
+      ...(initial
+        ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" as const }
+        : { resourceVersion: this.resourceVersion }),
+      allowBookmarks: true,
+      timeoutSeconds,
+      signal,
+      ...(this.options.metadataOnly ? { metadataOnly: true } : {}),
+      ...(this.options.inactivityTimeoutMs ? { inactivityTimeoutMs: this.options.inactivityTimeoutMs } : {}),
+    });
+    let initialObjects: T[] | undefined = initial ? [] : undefined;
+    if (!initial) this.setState("watching");
+    try {
+      for await (const event of events) {
+        const version = event.object.metadata?.resourceVersion;
+        if (event.type === "BOOKMARK") {
+          if (version) this.resourceVersion = version;
+          if (
+            initialObjects &&
+            event.object.metadata?.annotations?.["k8s.io/initial-events-end"] === "true"
+          ) {
+            this.sink.replace(initialObjects, this.resourceVersion);
+            initialObjects = undefined;
+            this.needList = false;
+            this.setState("watching");
+          }
+          continue;
+        }
+        if (initialObjects) {
+          initialObjects.push(event.object);
+        } else if (event.type === "ADDED") this.sink.added(event.object);
+        else if (event.type === "MODIFIED") this.sink.modified(event.object);
+        else if (event.type === "DELETED") this.sink.deleted(event.object);
+        if (version) this.resourceVersion = version;
+      }
+    } finally {
+      if (Date.now() - started >= this.backoff.resetAfterMs) this.nextDelay = this.backoff.initialMs;
+    }
+    if (initialObjects) throw new Error("The watch ended before the initial list was complete");
+  }
+
+  private selectors() {
+    return {
+      ...(this.options.namespace ? { namespace: this.options.namespace } : {}),
+      ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+      ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+    };
+  }
+
+  private takeDelay(): number {
+    const delay = this.nextDelay * (1 + Math.random() * this.backoff.jitter);
+    this.nextDelay = Math.min(this.nextDelay * this.backoff.factor, this.backoff.maxMs);
+    return Math.min(delay, this.backoff.maxMs);
+  }
+
+  private setState(state: ReflectorState): void {
+    if (state === this.state) return;
+    this.state = state;
+    this.options.onState?.(state);
+  }
+}
+
+/** Servers without WatchList reject `sendInitialEvents` (400/422/403) or ignore it. */
+function isWatchListUnsupported(error: unknown): boolean {
+  if (error instanceof UnknownKind) return false;
+  const code = (error as { code?: number }).code;
+  return (
+    code === 400 ||
+    code === 422 ||
+    (error as Error).message === "The watch ended before the initial list was complete"
+  );
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,474 @@
+import { join } from "node:path";
+import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
+import { ControlPlane } from "../testing/control-plane.js";
+import { Client } from "./client.js";
+import {
+  AlreadyExists,
+  Conflict,
+  Forbidden,
+  Gone,
+  Invalid,
+  NotFound,
+  TooManyRequests,
+  Unauthorized,
+  UnknownKind,
+  UnsupportedMediaType,
+} from "./errors.js";
+import { type KubeObject, resourceType } from "./types.js";
+
+const fixtures = join(import.meta.dirname, "../../test/fixtures");
+const Widget = resourceType<KubeObject & { spec?: { size?: number } }>("test.kubeloop.dev/v1", "Widget");
+
+let plane: ControlPlane;
+let client: Client;
+let counter = 0;
+
+/** A fresh namespace per test: tests share the plane, never their objects. */
+async function namespace(): Promise<string> {
+  const name = `client-${++counter}`;
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  return name;
+}
+
+function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  return promise.then(
+    () => {
+      throw new Error("expected the call to fail");
+    },
+    (error: Error) => error,
+  );
+}
+
+beforeAll(async () => {
+  // Secrets bypass the watch cache, so compacting etcd makes old resourceVersions Gone for them.
+  plane = await new ControlPlane({
+    crds: [join(fixtures, "crds/widgets.yaml")],
+    apiServerArgs: ["--watch-cache-sizes=secrets#0"],
+  }).start();
+  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+});
+afterAll(async () => {
+  await client?.close();
+  await plane?.stop();
+});
+
+describe("Client CRUD", () => {
+  it("creates, gets, updates and deletes a typed object", async () => {
+    const ns = await namespace();
+    const created = await client.create(configMap(ns, "settings", { color: "blue" }));
+    expect(created.metadata?.uid).toMatch(/^[0-9a-f-]{36}$/);
+    const got = await client.get(ConfigMap, "settings", { namespace: ns });
+    expect(got.data).toEqual({ color: "blue" });
+    got.data = { color: "red" };
+    const updated = await client.update(got);
+    expect(updated.data?.color).toBe("red");
+    expect(updated.metadata?.resourceVersion).not.toBe(got.metadata?.resourceVersion);
+    await client.delete(ConfigMap, "settings", { namespace: ns });
+    expect(await rejection(client.get(ConfigMap, "settings", { namespace: ns }))).toBeInstanceOf(NotFound);
+  });
+
+  it("lists with label selectors, one namespace or all, and pages with limit/continue", async () => {
+    const ns = await namespace();
+    for (let i = 0; i < 7; i++) {
+      const cm = configMap(ns, `item-${i}`);
+      cm.metadata = { ...cm.metadata, labels: { parity: i % 2 ? "odd" : "even" } };
+      await client.create(cm);
+    }
+    const odd = await client.list(ConfigMap, { namespace: ns, labelSelector: "parity=odd" });
+    expect(odd.items.map((c) => c.metadata?.name).sort()).toEqual(["item-1", "item-3", "item-5"]);
+    const everywhere = await client.list(ConfigMap, { labelSelector: "parity" });
+    expect(everywhere.items.filter((c) => c.metadata?.namespace === ns)).toHaveLength(7);
+    const pages: number[] = [];
+    for await (const page of client.listPages(ConfigMap, {
+      namespace: ns,
+      labelSelector: "parity",
+      limit: 3,
+    })) {
+      pages.push(page.items.length);
+    }
+    expect(pages).toEqual([3, 3, 1]);
+    const byName = await client.list(ConfigMap, { namespace: ns, fieldSelector: "metadata.name=item-4" });
+    expect(byName.items.map((c) => c.metadata?.name)).toEqual(["item-4"]);
+  });
+
+  it("lists metadata only", async () => {
+    const ns = await namespace();
+    await client.create(configMap(ns, "big", { payload: "x".repeat(10_000) }));
+    const list = await client.listMetadata(ConfigMap, { namespace: ns });
+    expect(list.kind).toBe("PartialObjectMetadataList");
+    expect(list.items[0]?.metadata.name).toBe("big");
+    expect(JSON.stringify(list).length).toBeLessThan(2_000);
+  });
+
+  it("patches with merge, JSON and strategic merge patches", async () => {
+    const ns = await namespace();
+    await client.create(configMap(ns, "p", { a: "1", b: "2" }));
+    const merged = await client.patch(ConfigMap, "p", { data: { b: null, c: "3" } }, { namespace: ns });
+    expect(merged.data).toEqual({ a: "1", c: "3" });
+    const json = await client.patch(ConfigMap, "p", [{ op: "replace", path: "/data/a", value: "9" }], {
+      namespace: ns,
+      type: "json",
+    });
+    expect(json.data?.a).toBe("9");
+    await client.create(deployment(ns, "web", 1));
+    const strategic = await client.patch(
+      Deployment,
+      "web",
+      { spec: { template: { spec: { containers: [{ name: "web", image: "nginx:2" }] } } } },
+      { namespace: ns, type: "strategic" },
+    );
+    expect(strategic.spec?.template.spec?.containers.map((c) => `${c.name}=${c.image}`)).toEqual([
+      "web=nginx:2",
+    ]);
+  });
+
+  it("says strategic merge is unsupported for custom resources", async () => {
+    const ns = await namespace();
+    await client.create({
+      apiVersion: "test.kubeloop.dev/v1",
+      kind: "Widget",
+      metadata: { name: "w", namespace: ns },
+    });
+    const error = await rejection(
+      client.patch(Widget, "w", { spec: { size: 2 } }, { namespace: ns, type: "strategic" }),
+    );
+    expect(error).toBeInstanceOf(UnsupportedMediaType);
+  });
+
+  it("creates nothing on a dry run, yet validates", async () => {
+    const ns = await namespace();
+    const dry = await client.create(configMap(ns, "dry"), { dryRun: true });
+    expect(dry.metadata?.name).toBe("dry");
+    expect(await rejection(client.get(ConfigMap, "dry", { namespace: ns }))).toBeInstanceOf(NotFound);
+    const invalid = await rejection(client.create(configMap(ns, "Not_Valid"), { dryRun: true }));
+    expect(invalid).toBeInstanceOf(Invalid);
+  });
+
+  it("deletes with preconditions, and collections by label", async () => {
+    const ns = await namespace();
+    const cm = await client.create(configMap(ns, "guarded"));
+    const wrong = await rejection(
+      client.delete(ConfigMap, "guarded", {
+        namespace: ns,
+        preconditions: { uid: "00000000-0000-0000-0000-000000000000" },
+      }),
+    );
+    expect(wrong).toBeInstanceOf(Conflict);
+    await client.delete(ConfigMap, "guarded", {
+      namespace: ns,
+      preconditions: { uid: cm.metadata?.uid as string },
+    });
+    for (const name of ["a", "b", "keep"]) {
+      const item = configMap(ns, name);
+      item.metadata = { ...item.metadata, labels: { doomed: String(name !== "keep") } };
+      await client.create(item);
+    }
+    await client.deleteCollection(ConfigMap, { namespace: ns, labelSelector: "doomed=true" });
+    const left = await client.list(ConfigMap, { namespace: ns, labelSelector: "doomed" });
+    expect(left.items.map((c) => c.metadata?.name)).toEqual(["keep"]);
+  });
+
+  it("reads and writes the scale and status subresources", async () => {
+    const ns = await namespace();
+    await client.create(deployment(ns, "scaled", 1));
+    const scale = await client.getScale(Deployment, "scaled", { namespace: ns });
+    expect(scale.spec?.replicas).toBe(1);
+    await client.updateScale(Deployment, "scaled", 4, { namespace: ns });
+    expect((await client.get(Deployment, "scaled", { namespace: ns })).spec?.replicas).toBe(4);
+    const status = await client.getStatus(Deployment, "scaled", { namespace: ns });
+    expect(status.metadata?.name).toBe("scaled");
+    const patched = await client.patch(
+      Deployment,
+      "scaled",
+      { status: { observedGeneration: 7 } },
+      { namespace: ns, subresource: "status" },
+    );
+    expect(patched.status?.observedGeneration).toBe(7);
+  });
+});
+
+describe("Server-side apply", () => {
+  it("creates, then updates, idempotently", async () => {
+    const ns = await namespace();
+    const first = await client.apply(configMap(ns, "ssa", { a: "1" }), { fieldManager: "alpha" });
+    const again = await client.apply(configMap(ns, "ssa", { a: "1" }), { fieldManager: "alpha" });
+    expect(again.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
+    const changed = await client.apply(configMap(ns, "ssa", { a: "2" }), { fieldManager: "alpha" });
+    expect(changed.data).toEqual({ a: "2" });
+    expect(changed.metadata?.managedFields?.map((f) => f.manager)).toContain("alpha");
+  });
+
+  it("reports a Conflict naming the field another manager owns, and takes it with force", async () => {
+    const ns = await namespace();
+    await client.apply(configMap(ns, "shared", { owner: "alpha" }), { fieldManager: "alpha" });
+    const conflict = await rejection(
+      client.apply(configMap(ns, "shared", { owner: "beta" }), { fieldManager: "beta" }),
+    );
+    expect(conflict).toBeInstanceOf(Conflict);
+    expect((conflict as Conflict).causes.map((c) => c.field)).toEqual([".data.owner"]);
+    expect(conflict.message).toContain('conflict with "alpha"');
+    const forced = await client.apply(configMap(ns, "shared", { owner: "beta" }), {
+      fieldManager: "beta",
+      force: true,
+    });
+    expect(forced.data?.owner).toBe("beta");
+  });
+});
+
+describe("Typed errors, provoked for real", () => {
+  it("AlreadyExists on a second create", async () => {
+    const ns = await namespace();
+    await client.create(configMap(ns, "twice"));
+    const error = await rejection(client.create(configMap(ns, "twice")));
+    expect(error).toBeInstanceOf(AlreadyExists);
+    expect(error.message).toBe('configmaps "twice" already exists');
+  });
+
+  it("Conflict on an update from a stale read", async () => {
+    const ns = await namespace();
+    const stale = await client.create(configMap(ns, "cas", { v: "1" }));
+    await client.update({ ...stale, data: { v: "2" } });
+    const error = await rejection(client.update({ ...stale, data: { v: "3" } }));
+    expect(error).toBeInstanceOf(Conflict);
+    expect(error.message).toContain("the object has been modified");
+  });
+
+  it("Invalid with the field causes of a schema violation", async () => {
+    const ns = await namespace();
+    const error = await rejection(
+      client.create({
+        ...({ apiVersion: "test.kubeloop.dev/v1", kind: "Widget" } as const),
+        metadata: { name: "w", namespace: ns },
+        spec: { size: 0 },
+      }),
+    );
+    expect(error).toBeInstanceOf(Invalid);
+    expect((error as Invalid).causes).toEqual([
+      expect.objectContaining({
+        field: "spec.size",
+        message: expect.stringContaining("should be greater than or equal to 1"),
+      }),
+    ]);
+  });
+
+  it("Forbidden for a user RBAC does not allow", async () => {
+    const user = plane.addUser("nobody");
+    const limited = await Client.connect({ kubeconfig: user.kubeconfigPath });
+    try {
+      const error = await rejection(limited.list(Secret, { namespace: "default" }));
+      expect(error).toBeInstanceOf(Forbidden);
+      expect(error.message).toContain('User "nobody" cannot list resource "secrets"');
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("Unauthorized for credentials the server does not accept", async () => {
+    const text = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "${plane.server}", certificate-authority-data: "${Buffer.from(plane.caCert).toString("base64")}" } }]
+users: [{ name: u, user: { token: not-a-real-token } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`;
+    const stranger = await Client.connect({ kubeconfigText: text });
+    try {
+      const error = await rejection(stranger.discovery.refresh());
+      expect(error).toBeInstanceOf(Unauthorized);
+    } finally {
+      await stranger.close();
+    }
+  });
+
+  it("Gone for a watch from a resourceVersion older than etcd keeps", async () => {
+    const ns = await namespace();
+    const old = await client.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "s1", namespace: ns },
+    });
+    // Two later writes: a watch from `old` needs the revision after it, which compaction removes.
+    await client.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "s2", namespace: ns } });
+    await client.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "s3", namespace: ns } });
+    await plane.compactEtcd();
+    const watch = client.watch(Secret, {
+      namespace: ns,
+      resourceVersion: old.metadata?.resourceVersion as string,
+    });
+    const error = await rejection(watch.next());
+    expect(error).toBeInstanceOf(Gone);
+    expect(error.message).toMatch(/too old|compacted/);
+  });
+
+  it("TooManyRequests from API Priority and Fairness, retried after Retry-After by default", async () => {
+    // A priority level with one seat that rejects instead of queueing, for one user.
+    await client.create({
+      apiVersion: "flowcontrol.apiserver.k8s.io/v1",
+      kind: "PriorityLevelConfiguration",
+      metadata: { name: "tiny" },
+      spec: {
+        type: "Limited",
+        limited: { nominalConcurrencyShares: 1, lendablePercent: 0, limitResponse: { type: "Reject" } },
+      },
+    } as KubeObject);
+    await client.create({
+      apiVersion: "flowcontrol.apiserver.k8s.io/v1",
+      kind: "FlowSchema",
+      metadata: { name: "flooder" },
+      spec: {
+        priorityLevelConfiguration: { name: "tiny" },
+        matchingPrecedence: 100,
+        rules: [
+          {
+            subjects: [{ kind: "User", user: { name: "flooder" } }],
+            resourceRules: [
+              { verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true },
+            ],
+          },
+        ],
+      },
+    } as KubeObject);
+    await client.create({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "flooder-admin" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+      subjects: [{ kind: "User", name: "flooder", apiGroup: "rbac.authorization.k8s.io" }],
+    } as KubeObject);
+    const flooder = plane.addUser("flooder");
+    const impatient = await Client.connect({ kubeconfig: flooder.kubeconfigPath, maxRetries: 0 });
+    const patient = await Client.connect({ kubeconfig: flooder.kubeconfigPath });
+    try {
+      await impatient.resolve(ConfigMap);
+      await patient.resolve(ConfigMap);
+      let rejected: TooManyRequests | undefined;
+      for (let round = 0; round < 20 && !rejected; round++) {
+        const results = await Promise.allSettled(Array.from({ length: 40 }, () => impatient.list(Namespace)));
+        rejected =
+          results.find((r) => r.status === "rejected" && r.reason instanceof TooManyRequests)?.status ===
+          "rejected"
+            ? ((
+                results.find(
+                  (r) => r.status === "rejected" && r.reason instanceof TooManyRequests,
+                ) as PromiseRejectedResult
+              ).reason as TooManyRequests)
+            : undefined;
+      }
+      expect(rejected).toBeInstanceOf(TooManyRequests);
+      expect(rejected?.code).toBe(429);
+      const results = await Promise.allSettled(Array.from({ length: 40 }, () => patient.list(Namespace)));
+      expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    } finally {
+      await impatient.close();
+      await patient.close();
+    }
+  });
+
+  it("UnknownKind for a kind the server does not serve, naming the likely cause", async () => {
+    const Missing = resourceType("nothing.example.com/v1", "Nope");
+    const error = await rejection(client.list(Missing));
+    expect(error).toBeInstanceOf(UnknownKind);
+    expect(error.message).toContain("is its CRD installed");
+  });
+});
+
+describe("Discovery", () => {
+  it("finds a kind whose CRD was installed after the first lookup", async () => {
+    await client.list(ConfigMap);
+    const crd = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition" as const,
+      metadata: { name: "latecomers.test.kubeloop.dev" },
+      spec: {
+        group: "test.kubeloop.dev",
+        scope: "Cluster",
+        names: { plural: "latecomers", kind: "Latecomer" },
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+          },
+        ],
+      },
+    };
+    await plane.installCrdObjects([crd]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the refresh interval
+    const Latecomer = resourceType("test.kubeloop.dev/v1", "Latecomer");
+    await client.create({
+      apiVersion: "test.kubeloop.dev/v1",
+      kind: "Latecomer",
+      metadata: { name: "late" },
+    });
+    const info = await client.resolve(Latecomer);
+    expect(info).toMatchObject({ resource: "latecomers", namespaced: false });
+  });
+});
+
+describe("Raw watch", () => {
+  it("streams ADDED, MODIFIED and DELETED events in order", async () => {
+    const ns = await namespace();
+    const controller = new AbortController();
+    const events: string[] = [];
+    const watching = (async () => {
+      try {
+        for await (const event of client.watch(ConfigMap, { namespace: ns, signal: controller.signal })) {
+          if (event.type === "BOOKMARK") continue;
+          events.push(`${event.type} ${event.object.metadata?.name} ${event.object.data?.v ?? ""}`.trim());
+          if (event.type === "DELETED") break;
+        }
+      } catch (error) {
+        if ((error as Error).name !== "AbortError") throw error;
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const cm = await client.create(configMap(ns, "watched", { v: "1" }));
+    await client.update({ ...cm, data: { v: "2" } });
+    await client.delete(ConfigMap, "watched", { namespace: ns });
+    await watching;
+    controller.abort();
+    expect(events).toEqual(["ADDED watched 1", "MODIFIED watched 2", "DELETED watched 2"]);
+  });
+
+  it("streams the initial state first, then marks its end with a bookmark (sendInitialEvents)", async () => {
+    const ns = await namespace();
+    await client.create(configMap(ns, "one"));
+    await client.create(configMap(ns, "two"));
+    const seen: string[] = [];
+    for await (const event of client.watch(ConfigMap, {
+      namespace: ns,
+      sendInitialEvents: true,
+      resourceVersionMatch: "NotOlderThan",
+    })) {
+      if (event.type === "BOOKMARK") {
+        expect(event.object.metadata?.annotations?.["k8s.io/initial-events-end"]).toBe("true");
+        break;
+      }
+      seen.push(`${event.type} ${event.object.metadata?.name}`);
+    }
+    expect(seen.sort()).toEqual(["ADDED one", "ADDED two"]);
+  });
+});
+
+function deployment(ns: string, name: string, replicas: number) {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: ns },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: "web", image: "nginx:1" }] },
+      },
+    },
+  };
+}

@@ -1,0 +1,422 @@
+import type { Scale } from "kubernetes-types/autoscaling/v1.js";
+import { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
+import { Discovery, type ResourceInfo } from "./discovery.js";
+import { type HttpRequest, Transport, type TransportOptions } from "./transport.js";
+import type {
+  KubeObject,
+  ObjectList,
+  ObjectMeta,
+  PartialObjectMetadata,
+  ResourceType,
+  WatchEvent,
+} from "./types.js";
+
+/** What the server returns for a written object: the object, with full metadata. */
+export type Written<T extends KubeObject> = T & { metadata: ObjectMeta };
+
+import { decodeWatchEvents } from "./watch.js";
+
+/**
+ * The Kubernetes client: typed operations on built-in and custom resources.
+ *
+ * Every method takes a {@link ResourceType} (or an object that names its `apiVersion` and `kind`)
+ * and returns that type. Errors are typed from the API's Status (`NotFound`, `Conflict`, `Invalid`…,
+ * see errors.ts). Namespaced operations on a single object need an explicit namespace: an operator
+ * that silently used the kubeconfig's namespace would act on the wrong objects.
+ *
+ * @example
+ * ```ts
+ * import { Client } from "kubeloop/client";
+ * import { ConfigMap } from "kubeloop/k8s";
+ *
+ * const client = await Client.connect(); // KUBECONFIG, ~/.kube/config, or the pod's service account
+ * await client.apply(
+ *   { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { a: "1" } },
+ *   { fieldManager: "my-operator" },
+ * );
+ * const cm = await client.get(ConfigMap, "settings", { namespace: "default" });
+ * ```
+ */
+
+export interface ClientOptions extends TransportOptions {}
+
+export interface NamespaceOption {
+  namespace?: string;
+}
+
+export interface ListOptions extends NamespaceOption {
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Page size. Without it the server returns everything in one response. */
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: "Exact" | "NotOlderThan";
+  signal?: AbortSignal;
+}
+
+export interface WriteOptions {
+  /** Validate and run admission without persisting (`dryRun=All`). */
+  dryRun?: boolean;
+  /** Who owns the written fields (server-side field management). */
+  fieldManager?: string;
+  /** How the server treats unknown or duplicate fields. Default: the server's (`Warn`). */
+  fieldValidation?: "Ignore" | "Warn" | "Strict";
+}
+
+export interface ApplyOptions extends WriteOptions {
+  /** Required for server-side apply: the applier's identity, e.g. the controller's name. */
+  fieldManager: string;
+  /** Take ownership of fields other managers own instead of failing with a Conflict. */
+  force?: boolean;
+}
+
+export type PatchType = "merge" | "json" | "strategic";
+
+export interface PatchOptions extends NamespaceOption, WriteOptions {
+  /** Default `merge` (RFC 7386). `strategic` works on built-in types only. */
+  type?: PatchType;
+  subresource?: "status" | "scale";
+}
+
+export interface DeleteOptions extends NamespaceOption {
+  propagationPolicy?: "Foreground" | "Background" | "Orphan";
+  gracePeriodSeconds?: number;
+  /** Delete only if the object still has this uid / resourceVersion. */
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean;
+}
+
+export interface WatchOptions extends ListOptions {
+  /** Ask for BOOKMARK events (cheap progress markers that keep a resume point fresh). Default true. */
+  allowBookmarks?: boolean;
+  /** Server-side end of the watch, in seconds. */
+  timeoutSeconds?: number;
+  /** Stream the current state as ADDED events first (WatchList), ending with an initial-events bookmark. */
+  sendInitialEvents?: boolean;
+  /** Treat the stream as dead after this long without a byte. Default {@link DEFAULT_WATCH_INACTIVITY_MS}. */
+  inactivityTimeoutMs?: number;
+  /** Return metadata only (PartialObjectMetadata): a fraction of the memory for large objects. */
+  metadataOnly?: boolean;
+}
+
+/** Bookmarks arrive about once a minute on a quiet watch; three missed ones mean the link is dead. */
+export const DEFAULT_WATCH_INACTIVITY_MS = 3 * 60_000;
+
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  merge: "application/merge-patch+json",
+  json: "application/json-patch+json",
+  strategic: "application/strategic-merge-patch+json",
+};
+const APPLY_CONTENT_TYPE = "application/apply-patch+yaml";
+const METADATA_LIST_ACCEPT =
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;q=0.9";
+const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9";
+
+export class Client {
+  readonly config: ClusterConfig;
+  readonly transport: Transport;
+  readonly discovery: Discovery;
+
+  constructor(config: ClusterConfig, options: ClientOptions = {}) {
+    this.config = config;
+    this.transport = new Transport(config, options);
+    this.discovery = new Discovery(this.transport);
+  }
+
+  /** A client for the configuration {@link loadConfig} finds (or the one given). */
+  static async connect(options: LoadConfigOptions & ClientOptions = {}): Promise<Client> {
+    return new Client(await loadConfig(options), options);
+  }
+
+  /** The namespace of the kubeconfig's context, for callers who want kubectl's default. */
+  get defaultNamespace(): string {
+    return this.config.namespace;
+  }
+
+  async get<T extends KubeObject>(
+    type: ResourceType<T>,
+    name: string,
+    options: NamespaceOption = {},
+  ): Promise<T> {
+    const path = await this.objectPath(type, name, options.namespace);
+    return (await this.transport.request({ method: "GET", path })).body as T;
+  }
+
+  async list<T extends KubeObject>(type: ResourceType<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
+    const path = await this.collectionPath(type, options.namespace);
+    return (
+      await this.transport.request({ method: "GET", path, query: listQuery(options), ...signalOf(options) })
+    ).body as ObjectList<T>;
+  }
+
+  /** Metadata only (PartialObjectMetadataList): names, labels, owners, resourceVersions. */
+  async listMetadata(
+    type: ResourceType,
+    options: ListOptions = {},
+  ): Promise<ObjectList<PartialObjectMetadata>> {
+    const path = await this.collectionPath(type, options.namespace);
+    const request: HttpRequest = {
+      method: "GET",
+      path,
+      query: listQuery(options),
+      accept: METADATA_LIST_ACCEPT,
+    };
+    return (await this.transport.request({ ...request, ...signalOf(options) }))
+      .body as ObjectList<PartialObjectMetadata>;
+  }
+
+  /** Every page of a list, `limit` objects at a time (default 500, as client-go's pager). */
+  async *listPages<T extends KubeObject>(
+    type: ResourceType<T>,
+    options: ListOptions = {},
+  ): AsyncGenerator<ObjectList<T>> {
+    let token: string | undefined = options.continue;
+    do {
+      const page: ObjectList<T> = await this.list(type, {
+        limit: 500,
+        ...options,
+        ...(token ? { continue: token } : {}),
+      });
+      yield page;
+      token = page.metadata.continue || undefined;
+    } while (token);
+  }
+
+  async create<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
+    const type = typeOf(object);
+    const path = await this.collectionPath(type, object.metadata?.namespace, true);
+    return (await this.transport.request({ method: "POST", path, body: object, query: writeQuery(options) }))
+      .body as Written<T>;
+  }
+
+  /** Replaces the object; its `metadata.resourceVersion` makes this a compare-and-swap (409 Conflict if stale). */
+  async update<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
+    const path = await this.objectPath(typeOf(object), nameOf(object), object.metadata?.namespace);
+    return (await this.transport.request({ method: "PUT", path, body: object, query: writeQuery(options) }))
+      .body as Written<T>;
+  }
+
+  /** Replaces the status subresource only. */
+  async updateStatus<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
+    const path = await this.objectPath(typeOf(object), nameOf(object), object.metadata?.namespace, "status");
+    return (await this.transport.request({ method: "PUT", path, body: object, query: writeQuery(options) }))
+      .body as Written<T>;
+  }
+
+  async patch<T extends KubeObject>(
+    type: ResourceType<T>,
+    name: string,
+    patch: unknown,
+    options: PatchOptions = {},
+  ): Promise<T> {
+    const path = await this.objectPath(type, name, options.namespace, options.subresource);
+    const contentType = PATCH_CONTENT_TYPES[options.type ?? "merge"];
+    return (
+      await this.transport.request({
+        method: "PATCH",
+        path,
+        body: patch,
+        contentType,
+        query: writeQuery(options),
+      })
+    ).body as T;
+  }
+
+  /**
+   * Server-side apply: the server merges the fields this manager sets, owns them, and reports a
+   * {@link Conflict} when another manager owns one (unless `force`). The idempotent way to write.
+   */
+  async apply<T extends KubeObject>(object: T, options: ApplyOptions): Promise<Written<T>> {
+    return this.applyTo(object, options);
+  }
+
+  /** Server-side apply of the status subresource. */
+  async applyStatus<T extends KubeObject>(object: T, options: ApplyOptions): Promise<Written<T>> {
+    return this.applyTo(object, options, "status");
+  }
+
+  /** Deletes one object; resolves with the object as it is now (deleting, with finalizers) or the Status. */
+  async delete(type: ResourceType, name: string, options: DeleteOptions = {}): Promise<KubeObject> {
+    const path = await this.objectPath(type, name, options.namespace);
+    const body = deleteBody(options);
+    const query = options.dryRun ? { dryRun: "All" } : undefined;
+    return (await this.transport.request({ method: "DELETE", path, body, ...(query ? { query } : {}) }))
+      .body as KubeObject;
+  }
+
+  /** Deletes every object of a type that matches the selectors (in one namespace, or all for cluster scope). */
+  async deleteCollection(type: ResourceType, options: DeleteOptions & ListOptions = {}): Promise<void> {
+    const path = await this.collectionPath(type, options.namespace, true);
+    const query = { ...listQuery(options), ...(options.dryRun ? { dryRun: "All" } : {}) };
+    await this.transport.request({ method: "DELETE", path, body: deleteBody(options), query });
+  }
+
+  async getStatus<T extends KubeObject>(
+    type: ResourceType<T>,
+    name: string,
+    options: NamespaceOption = {},
+  ): Promise<T> {
+    const path = await this.objectPath(type, name, options.namespace, "status");
+    return (await this.transport.request({ method: "GET", path })).body as T;
+  }
+
+  async getScale(type: ResourceType, name: string, options: NamespaceOption = {}): Promise<Scale> {
+    const path = await this.objectPath(type, name, options.namespace, "scale");
+    return (await this.transport.request({ method: "GET", path })).body as Scale;
+  }
+
+  async updateScale(
+    type: ResourceType,
+    name: string,
+    replicas: number,
+    options: NamespaceOption = {},
+  ): Promise<Scale> {
+    return (await this.patch(
+      type,
+      name,
+      { spec: { replicas } },
+      { ...options, subresource: "scale" },
+    )) as Scale;
+  }
+
+  /**
+   * A raw watch: the server's events as they come, ending when the server closes the stream or the
+   * signal aborts. Resuming, relisting on 410 and reconnecting are the cache layer's job (Reflector).
+   */
+  async *watch<T extends KubeObject>(
+    type: ResourceType<T>,
+    options: WatchOptions = {},
+  ): AsyncGenerator<WatchEvent<T>> {
+    const path = await this.collectionPath(type, options.namespace);
+    const query = {
+      ...listQuery(options),
+      watch: true,
+      allowWatchBookmarks: options.allowBookmarks ?? true,
+      timeoutSeconds: options.timeoutSeconds,
+      sendInitialEvents: options.sendInitialEvents,
+    };
+    const stream = await this.transport.stream({
+      method: "GET",
+      path,
+      query,
+      inactivityTimeoutMs: options.inactivityTimeoutMs ?? DEFAULT_WATCH_INACTIVITY_MS,
+      ...(options.metadataOnly ? { accept: METADATA_ACCEPT } : {}),
+      ...signalOf(options),
+    });
+    try {
+      yield* decodeWatchEvents<T>(stream.body, `WATCH ${path}`);
+    } finally {
+      stream.close();
+    }
+  }
+
+  /** Resolves a type's resource, scope and subresources through discovery. */
+  resolve(type: ResourceType): Promise<ResourceInfo> {
+    return this.discovery.resolve(type.apiVersion, type.kind);
+  }
+
+  async close(): Promise<void> {
+    await this.transport.close();
+  }
+
+  private async applyTo<T extends KubeObject>(
+    object: T,
+    options: ApplyOptions,
+    subresource?: "status",
+  ): Promise<Written<T>> {
+    const path = await this.objectPath(
+      typeOf(object),
+      nameOf(object),
+      object.metadata?.namespace,
+      subresource,
+    );
+    const query = { ...writeQuery(options), force: options.force || undefined };
+    const request = {
+      method: "PATCH" as const,
+      path,
+      body: JSON.stringify(object),
+      contentType: APPLY_CONTENT_TYPE,
+      query,
+    };
+    return (await this.transport.request(request)).body as Written<T>;
+  }
+
+  /** `/api/v1/namespaces/ns/pods` or `/apis/apps/v1/deployments`. */
+  private async collectionPath(
+    type: ResourceType,
+    namespace: string | undefined,
+    write = false,
+  ): Promise<string> {
+    const info = await this.resolve(type);
+    const base = info.group ? `/apis/${info.group}/${info.version}` : `/api/${info.version}`;
+    if (info.namespaced && namespace)
+      return `${base}/namespaces/${encodeURIComponent(namespace)}/${info.resource}`;
+    if (info.namespaced && write) {
+      throw new TypeError(`${type.kind} is namespaced: set metadata.namespace (or the namespace option)`);
+    }
+    return `${base}/${info.resource}`;
+  }
+
+  private async objectPath(
+    type: ResourceType,
+    name: string,
+    namespace: string | undefined,
+    sub?: string,
+  ): Promise<string> {
+    if (!name) throw new TypeError(`A ${type.kind} name is required`);
+    const info = await this.resolve(type);
+    if (info.namespaced && !namespace) {
+      throw new TypeError(`${type.kind} is namespaced: pass the namespace of ${name}`);
+    }
+    const collection = await this.collectionPath(type, info.namespaced ? namespace : undefined);
+    return `${collection}/${encodeURIComponent(name)}${sub ? `/${sub}` : ""}`;
+  }
+}
+
+function typeOf(object: KubeObject): ResourceType {
+  if (!object.apiVersion || !object.kind) {
+    throw new TypeError("The object needs apiVersion and kind to be written");
+  }
+  return { apiVersion: object.apiVersion, kind: object.kind };
+}
+
+function nameOf(object: KubeObject): string {
+  const name = object.metadata?.name;
+  if (!name) throw new TypeError(`The ${object.kind ?? "object"} needs metadata.name`);
+  return name;
+}
+
+function listQuery(options: ListOptions): HttpRequest["query"] {
+  return {
+    labelSelector: options.labelSelector,
+    fieldSelector: options.fieldSelector,
+    limit: options.limit,
+    continue: options.continue,
+    resourceVersion: options.resourceVersion,
+    resourceVersionMatch: options.resourceVersionMatch,
+  };
+}
+
+function writeQuery(options: WriteOptions): HttpRequest["query"] {
+  return {
+    dryRun: options.dryRun ? "All" : undefined,
+    fieldManager: options.fieldManager,
+    fieldValidation: options.fieldValidation,
+  };
+}
+
+function deleteBody(options: DeleteOptions): object {
+  return {
+    apiVersion: "v1",
+    kind: "DeleteOptions",
+    ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
+    ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+    ...(options.preconditions ? { preconditions: options.preconditions } : {}),
+    ...(options.dryRun ? { dryRun: ["All"] } : {}),
+  };
+}
+
+function signalOf(options: { signal?: AbortSignal }): { signal?: AbortSignal } {
+  return options.signal ? { signal: options.signal } : {};
+}

@@ -1,0 +1,154 @@
+import { existsSync } from "node:fs";
+import type { RequestOptions } from "node:https";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ConfigError } from "./errors.js";
+
+/**
+ * Where a client connects and how it authenticates. Loading and auth (client certificates, tokens,
+ * token files, exec plugins, OIDC) are @kubernetes/client-node's `KubeConfig`, the well-kept
+ * implementation; this module only decides which source to load and keeps the per-request part
+ * (the Authorization header) cheap.
+ */
+export interface ClusterConfig {
+  /** `https://host:port`, without a trailing slash. */
+  server: string;
+  /** TLS material for the connection; verification is on unless the kubeconfig turns it off. */
+  tls: {
+    ca?: string | Buffer;
+    cert?: string | Buffer;
+    key?: string | Buffer;
+    rejectUnauthorized: boolean;
+    servername?: string;
+  };
+  /** The namespace the context names (default `default`); used only where the caller asks for it. */
+  namespace: string;
+  /** Where the configuration came from, for messages (`/path/to/kubeconfig`, `in-cluster`). */
+  source: string;
+  /** The Authorization header for the next request (a fresh token when the source rotates). */
+  authorization(): Promise<string | undefined>;
+}
+
+export interface LoadConfigOptions {
+  /** A kubeconfig file. Default: `$KUBECONFIG` (colon-separated files are merged), else `~/.kube/config`. */
+  kubeconfig?: string;
+  /** The kubeconfig's text itself, instead of a file. */
+  kubeconfigText?: string;
+  /** A context other than the current one. */
+  context?: string;
+}
+
+/** Dynamic credentials (token files, exec plugins) are re-evaluated at most this often. */
+const AUTH_REFRESH_MS = 10_000;
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/**
+ * Loads the configuration the way kubectl does: an explicit file or text, `$KUBECONFIG`,
+ * `~/.kube/config`, and inside a pod the service account. Unlike client-node's `loadFromDefault`,
+ * finding nothing is an error, never a silent `http://localhost:8080`.
+ */
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<ClusterConfig> {
+  const kc = new KubeConfig();
+  let source: string;
+  try {
+    if (options.kubeconfigText !== undefined) {
+      kc.loadFromString(options.kubeconfigText);
+      source = "kubeconfig text";
+    } else if (options.kubeconfig) {
+      if (!existsSync(options.kubeconfig))
+        throw new ConfigError(`kubeconfig ${options.kubeconfig} does not exist`);
+      kc.loadFromFile(options.kubeconfig);
+      source = options.kubeconfig;
+    } else if (process.env.KUBECONFIG) {
+      const files = process.env.KUBECONFIG.split(":").filter(Boolean);
+      const missing = files.filter((file) => !existsSync(file));
+      if (missing.length === files.length) {
+        throw new ConfigError(`KUBECONFIG names ${files.join(", ")}, and none of them exists`);
+      }
+      kc.loadFromDefault();
+      source = process.env.KUBECONFIG;
+    } else if (existsSync(join(homedir(), ".kube", "config"))) {
+      source = join(homedir(), ".kube", "config");
+      kc.loadFromFile(source);
+    } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(join(SERVICE_ACCOUNT_DIR, "token"))) {
+      // The token file is re-read by client-node's file authenticator as the kubelet rotates it.
+      kc.loadFromCluster();
+      source = "in-cluster service account";
+    } else {
+      throw new ConfigError(
+        "No Kubernetes configuration found: KUBECONFIG is not set, ~/.kube/config does not exist, " +
+          "and this is not a pod with a service account. Point KUBECONFIG at a kubeconfig file " +
+          "(for a local cluster: `npx kubeloop cluster start` prints one).",
+      );
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`Could not read the Kubernetes configuration: ${(error as Error).message}`);
+  }
+  if (options.context) {
+    const names = kc.getContexts().map((c) => c.name);
+    if (!names.includes(options.context)) {
+      throw new ConfigError(
+        `Context "${options.context}" is not in ${source} (it has: ${names.join(", ") || "none"})`,
+      );
+    }
+    kc.setCurrentContext(options.context);
+  }
+  return fromKubeConfig(kc, source);
+}
+
+async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterConfig> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) {
+    throw new ConfigError(
+      `${source} has no usable current context (current-context: "${kc.getCurrentContext() || ""}"); ` +
+        "set one with `kubectl config use-context` or pass `context`",
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(cluster.server);
+  } catch {
+    throw new ConfigError(
+      `Cluster "${cluster.name}" in ${source} has an invalid server address: "${cluster.server}"`,
+    );
+  }
+  const options: RequestOptions = {};
+  try {
+    await kc.applyToHTTPSOptions(options);
+  } catch (error) {
+    throw new ConfigError(`Could not load the credentials of ${source}: ${(error as Error).message}`);
+  }
+  const user = kc.getCurrentUser();
+  const dynamic = Boolean(user?.exec || user?.authProvider);
+  const staticHeader = headerOf(options);
+  let cached: { value: string | undefined; at: number } | undefined;
+  const authorization = async (): Promise<string | undefined> => {
+    if (!dynamic) return staticHeader;
+    if (cached && Date.now() - cached.at < AUTH_REFRESH_MS) return cached.value;
+    const fresh: RequestOptions = {};
+    await kc.applyToHTTPSOptions(fresh);
+    cached = { value: headerOf(fresh), at: Date.now() };
+    return cached.value;
+  };
+  const context = kc.getContextObject(kc.getCurrentContext());
+  const tls: ClusterConfig["tls"] = { rejectUnauthorized: options.rejectUnauthorized !== false };
+  if (options.ca) tls.ca = options.ca as string | Buffer;
+  if (options.cert) tls.cert = options.cert as string | Buffer;
+  if (options.key) tls.key = options.key as string | Buffer;
+  if (options.servername) tls.servername = options.servername;
+  return {
+    server: url.origin + url.pathname.replace(/\/$/, ""),
+    tls,
+    namespace: context?.namespace || "default",
+    source,
+    authorization,
+  };
+}
+
+function headerOf(options: RequestOptions): string | undefined {
+  const headers = (options.headers ?? {}) as Record<string, unknown>;
+  const value = headers.Authorization ?? headers.authorization;
+  return typeof value === "string" ? value : undefined;
+}

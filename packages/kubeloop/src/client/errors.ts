@@ -1,0 +1,178 @@
+/**
+ * Typed API errors, built from the `Status` object the API server returns. Each carries the
+ * server's own message, its reason, and for `Invalid` the field causes, so callers branch on type
+ * (`error instanceof Conflict`) and users read what the server said.
+ */
+
+/** The `Status` object of a failed request (meta/v1). */
+export interface Status {
+  kind?: "Status";
+  apiVersion?: string;
+  status?: "Success" | "Failure";
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: StatusCause[];
+    retryAfterSeconds?: number;
+  };
+}
+
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+/** Any error response of the API server. `status` is the HTTP code; `body` the Status, if any. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  readonly code: number;
+  readonly reason: string | undefined;
+  readonly status: Status | undefined;
+  /** The request that failed, as `VERB /path`, for logs. */
+  readonly request: string;
+
+  constructor(code: number, status: Status | undefined, request: string, fallbackMessage?: string) {
+    super(status?.message || fallbackMessage || `HTTP ${code} from ${request}`);
+    this.code = code;
+    this.reason = status?.reason;
+    this.status = status;
+    this.request = request;
+  }
+}
+
+/** 404: the object (or the resource type) does not exist. */
+export class NotFound extends ApiError {
+  override name = "NotFound";
+}
+/** 409 AlreadyExists: create of an object whose name is taken. */
+export class AlreadyExists extends ApiError {
+  override name = "AlreadyExists";
+}
+/**
+ * 409 Conflict: the object changed since it was read (stale resourceVersion), or a server-side
+ * apply conflicts with another field manager (see `causes`). Read again and retry, or apply with force.
+ */
+export class Conflict extends ApiError {
+  override name = "Conflict";
+  get causes(): StatusCause[] {
+    return this.status?.details?.causes ?? [];
+  }
+}
+/** 422: the object failed validation; `causes` lists each field and what is wrong with it. */
+export class Invalid extends ApiError {
+  override name = "Invalid";
+  get causes(): StatusCause[] {
+    return this.status?.details?.causes ?? [];
+  }
+}
+/** 400: the request itself is malformed. */
+export class BadRequest extends ApiError {
+  override name = "BadRequest";
+}
+/** 401: no valid credentials. Check the kubeconfig's user, token or certificate. */
+export class Unauthorized extends ApiError {
+  override name = "Unauthorized";
+}
+/** 403: authenticated, but RBAC does not allow this verb on this resource. */
+export class Forbidden extends ApiError {
+  override name = "Forbidden";
+}
+/** 405: the resource does not support this verb. */
+export class MethodNotAllowed extends ApiError {
+  override name = "MethodNotAllowed";
+}
+/** 410: the resourceVersion is too old (compacted). A watch must relist. */
+export class Gone extends ApiError {
+  override name = "Gone";
+}
+/** 413: the request body is too large. */
+export class RequestEntityTooLarge extends ApiError {
+  override name = "RequestEntityTooLarge";
+}
+/** 415: the patch type or content type is not supported here (e.g. strategic merge on a CRD). */
+export class UnsupportedMediaType extends ApiError {
+  override name = "UnsupportedMediaType";
+}
+/** 429: the server is overloaded (API Priority and Fairness). Wait `retryAfterSeconds`. */
+export class TooManyRequests extends ApiError {
+  override name = "TooManyRequests";
+  get retryAfterSeconds(): number | undefined {
+    return this.status?.details?.retryAfterSeconds;
+  }
+}
+/** 500: the server failed. */
+export class InternalError extends ApiError {
+  override name = "InternalError";
+}
+/** 503: the server (or etcd behind it) is not available right now. */
+export class ServiceUnavailable extends ApiError {
+  override name = "ServiceUnavailable";
+}
+/** 504, or reason Timeout: the server gave up waiting (e.g. on etcd). Retry. */
+export class Timeout extends ApiError {
+  override name = "Timeout";
+}
+
+/** Maps an HTTP code and Status to the matching error type. */
+export function apiErrorFor(
+  code: number,
+  status: Status | undefined,
+  request: string,
+  text?: string,
+): ApiError {
+  const fallback = text?.trim() ? `HTTP ${code} from ${request}: ${text.trim().slice(0, 500)}` : undefined;
+  const reason = status?.reason;
+  if (reason === "Timeout" || code === 504) return new Timeout(code, status, request, fallback);
+  switch (code) {
+    case 400:
+      return new BadRequest(code, status, request, fallback);
+    case 401:
+      return new Unauthorized(code, status, request, fallback);
+    case 403:
+      return new Forbidden(code, status, request, fallback);
+    case 404:
+      return new NotFound(code, status, request, fallback);
+    case 405:
+      return new MethodNotAllowed(code, status, request, fallback);
+    case 409:
+      return reason === "AlreadyExists"
+        ? new AlreadyExists(code, status, request, fallback)
+        : new Conflict(code, status, request, fallback);
+    case 410:
+      return new Gone(code, status, request, fallback);
+    case 413:
+      return new RequestEntityTooLarge(code, status, request, fallback);
+    case 415:
+      return new UnsupportedMediaType(code, status, request, fallback);
+    case 422:
+      return new Invalid(code, status, request, fallback);
+    case 429:
+      return new TooManyRequests(code, status, request, fallback);
+    case 503:
+      return new ServiceUnavailable(code, status, request, fallback);
+    default:
+      return code >= 500
+        ? new InternalError(code, status, request, fallback)
+        : new ApiError(code, status, request, fallback);
+  }
+}
+
+/** The configuration could not be loaded (no kubeconfig, a bad file, an unknown context). */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** A kind the API server does not serve (e.g. its CRD is not installed). */
+export class UnknownKind extends Error {
+  override name = "UnknownKind";
+}
+
+/** The API server could not be reached at all (connection refused, DNS, TLS). */
+export class ConnectionError extends Error {
+  override name = "ConnectionError";
+}

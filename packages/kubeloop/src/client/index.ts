@@ -1,0 +1,24 @@
+/**
+ * `kubeloop/client`: configuration and auth, a pooled transport, discovery, typed CRUD, patch,
+ * server-side apply, subresources, raw watches, and typed API errors.
+ *
+ * @example
+ * ```ts
+ * import { Client, NotFound } from "kubeloop/client";
+ * import { ConfigMap } from "kubeloop/k8s";
+ *
+ * const client = await Client.connect();
+ * try {
+ *   await client.get(ConfigMap, "missing", { namespace: "default" });
+ * } catch (error) {
+ *   if (!(error instanceof NotFound)) throw error;
+ * }
+ * ```
+ */
+export * from "./client.js";
+export { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
+export { Discovery, type ResourceInfo } from "./discovery.js";
+export * from "./errors.js";
+export { DEFAULT_REQUEST_TIMEOUT_MS, Transport, type TransportOptions } from "./transport.js";
+export * from "./types.js";
+export { decodeWatchEvents } from "./watch.js";

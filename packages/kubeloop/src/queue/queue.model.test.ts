@@ -1,0 +1,402 @@
+import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../test/random.js";
+import { FakeClock } from "./clock.js";
+import { LOW_PRIORITY, type QueueCounts, WorkQueue } from "./queue.js";
+import { ExponentialRateLimiter } from "./rate-limiters.js";
+
+/**
+ * Random sequences of operations (add, addAfter with the fake clock moving, addRateLimited, forget,
+ * get and done by concurrent workers, shutdown) run against the queue and against a reference model
+ * written as plainly as possible from the rules in queue.ts. After every operation:
+ *
+ * - every worker's `get` settles exactly when the model hands it a key, with the same key and
+ *   priority (so order, priority, dedupe and the dirty/processing rules all agree);
+ * - the counts agree;
+ * - checked without the model: no key is held by two workers, no key is both queued and held.
+ *
+ * At the end, with no more adds, the workers drain the queue (the clock jumps to each pending
+ * delay) and every key must have been handed out after its last add.
+ */
+
+const KEYS = ["a", "b", "c", "d", "e", "f"];
+const PRIORITIES = [0, 0, 0, LOW_PRIORITY, 7];
+const WORKERS = 3;
+const MAX_BACKOFF_MS = 200;
+
+interface PendingRun {
+  priority: number;
+  waiting: boolean;
+  readyAt: number;
+  seq: number;
+}
+type Pick = { key: string; priority: number } | undefined;
+
+/** The rules, one map or array per concept, no cleverness. */
+class Model {
+  now = 0;
+  shut = false;
+  private seq = 0;
+  readonly pending = new Map<string, PendingRun>();
+  readonly processing = new Set<string>();
+  readonly lines = new Map<number, string[]>();
+  readonly waiters: number[] = [];
+  readonly failures = new Map<string, number>();
+  /** What each worker's outstanding get resolves with, once the model decided. */
+  readonly handoffs = new Map<number, Pick>();
+
+  add(key: string, priority: number): void {
+    if (this.shut) return;
+    const run = this.pending.get(key);
+    if (run === undefined) {
+      this.pending.set(key, { priority, waiting: false, readyAt: this.now, seq: 0 });
+      this.becameReady(key);
+    } else if (run.waiting) {
+      run.waiting = false;
+      run.priority = Math.max(run.priority, priority);
+      this.becameReady(key);
+    } else if (priority > run.priority) {
+      this.raise(key, run, priority);
+    }
+  }
+
+  addAfter(key: string, ms: number, priority: number): void {
+    if (this.shut) return;
+    if (ms <= 0) {
+      this.add(key, priority);
+      return;
+    }
+    const readyAt = this.now + ms;
+    const run = this.pending.get(key);
+    if (run === undefined) {
+      this.pending.set(key, { priority, waiting: true, readyAt, seq: this.seq++ });
+    } else if (run.waiting) {
+      run.priority = Math.max(run.priority, priority);
+      if (readyAt < run.readyAt) {
+        run.readyAt = readyAt;
+        run.seq = this.seq++;
+      }
+    } else if (priority > run.priority) {
+      this.raise(key, run, priority);
+    }
+  }
+
+  addRateLimited(key: string, priority: number): void {
+    if (this.shut) return;
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    this.addAfter(key, Math.min(5 * 2 ** n, MAX_BACKOFF_MS), priority);
+  }
+
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  advance(ms: number): void {
+    const target = this.now + ms;
+    for (;;) {
+      let next: [string, PendingRun] | undefined;
+      for (const [key, run] of this.pending) {
+        if (!run.waiting || run.readyAt > target) continue;
+        if (
+          next === undefined ||
+          run.readyAt < next[1].readyAt ||
+          (run.readyAt === next[1].readyAt && run.seq < next[1].seq)
+        ) {
+          next = [key, run];
+        }
+      }
+      if (next === undefined) break;
+      this.now = Math.max(this.now, next[1].readyAt);
+      next[1].waiting = false;
+      this.becameReady(next[0]);
+    }
+    this.now = target;
+  }
+
+  get(worker: number): void {
+    if (this.shut) {
+      this.handoffs.set(worker, undefined);
+      return;
+    }
+    for (const priority of [...this.lines.keys()].sort((x, y) => y - x)) {
+      const key = this.lines.get(priority)?.shift();
+      if (key !== undefined) {
+        this.handoffs.set(worker, { key, priority: this.start(key) });
+        return;
+      }
+    }
+    this.waiters.push(worker);
+  }
+
+  done(key: string): void {
+    this.processing.delete(key);
+    const run = this.pending.get(key);
+    if (run !== undefined && !run.waiting) this.enqueue(key);
+  }
+
+  shutDown(): void {
+    if (this.shut) return;
+    this.shut = true;
+    for (const [key, run] of this.pending) if (run.waiting) this.pending.delete(key);
+    for (const worker of this.waiters.splice(0)) this.handoffs.set(worker, undefined);
+  }
+
+  counts(): QueueCounts {
+    const runs = [...this.pending.values()];
+    return {
+      queued: [...this.lines.values()].reduce((n, line) => n + line.length, 0),
+      dirty: runs.filter((run) => !run.waiting).length,
+      processing: this.processing.size,
+      waiting: runs.filter((run) => run.waiting).length,
+    };
+  }
+
+  private raise(key: string, run: PendingRun, priority: number): void {
+    if (!this.processing.has(key)) {
+      const line = this.line(run.priority);
+      line.splice(line.indexOf(key), 1);
+      this.line(priority).push(key);
+    }
+    run.priority = priority;
+  }
+
+  private becameReady(key: string): void {
+    if (!this.processing.has(key)) this.enqueue(key);
+  }
+
+  private enqueue(key: string): void {
+    const worker = this.waiters.shift();
+    if (worker !== undefined) {
+      this.handoffs.set(worker, { key, priority: this.start(key) });
+      return;
+    }
+    this.line((this.pending.get(key) as PendingRun).priority).push(key);
+  }
+
+  private start(key: string): number {
+    const run = this.pending.get(key) as PendingRun;
+    this.pending.delete(key);
+    this.processing.add(key);
+    return run.priority;
+  }
+
+  private line(priority: number): string[] {
+    let line = this.lines.get(priority);
+    if (line === undefined) {
+      line = [];
+      this.lines.set(priority, line);
+    }
+    return line;
+  }
+}
+
+interface Worker {
+  id: number;
+  holding?: string;
+  /** An outstanding get: filled in when it settles. */
+  asking?: { settled: boolean; value: Pick; withPriority: boolean };
+  stopped: boolean;
+}
+
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function run(seed: number, steps: number, shutdownAt: number | undefined) {
+  const rand = seededRandom(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  const clock = new FakeClock();
+  const queue = new WorkQueue<string>({
+    clock,
+    rateLimiter: new ExponentialRateLimiter({ baseDelayMs: 5, maxDelayMs: MAX_BACKOFF_MS }),
+  });
+  const model = new Model();
+  const workers: Worker[] = Array.from({ length: WORKERS }, (_, id) => ({ id, stopped: false }));
+  const lastAdd = new Map<string, number>();
+  const lastStart = new Map<string, number>();
+  let step = 0;
+  let drained: { done: boolean } | undefined;
+  let log: string[] = [];
+  const where = () => `seed ${seed}, step ${step}: ${log.slice(-12).join("; ")}`;
+
+  const ask = (worker: Worker) => {
+    const withPriority = rand() < 0.5;
+    const asking = { settled: false, value: undefined as Pick, withPriority };
+    worker.asking = asking;
+    const settle = (value: Pick) => {
+      asking.settled = true;
+      asking.value = value;
+    };
+    if (withPriority) void queue.getWithPriority().then(settle);
+    else
+      void queue.get().then((key) => settle(key === undefined ? undefined : { key, priority: Number.NaN }));
+    model.get(worker.id);
+  };
+
+  const finish = (worker: Worker) => {
+    const key = worker.holding as string;
+    worker.holding = undefined;
+    queue.done(key);
+    model.done(key);
+  };
+
+  const check = async () => {
+    await flush();
+    for (const worker of workers) {
+      const asking = worker.asking;
+      if (asking === undefined) continue;
+      const decided = model.handoffs.has(worker.id);
+      expect(asking.settled, `worker ${worker.id} get settled? ${where()}`).toBe(decided);
+      if (!decided) continue;
+      const expected = model.handoffs.get(worker.id);
+      model.handoffs.delete(worker.id);
+      worker.asking = undefined;
+      if (expected === undefined) {
+        expect(asking.value, where()).toBeUndefined();
+        worker.stopped = true;
+        continue;
+      }
+      expect(asking.value?.key, where()).toBe(expected.key);
+      if (asking.withPriority) expect(asking.value?.priority, where()).toBe(expected.priority);
+      const key = expected.key;
+      // Never two workers on one key.
+      expect(
+        workers.some((w) => w.holding === key),
+        where(),
+      ).toBe(false);
+      worker.holding = key;
+      lastStart.set(key, step);
+    }
+    const counts = queue.counts();
+    expect(counts, where()).toEqual(model.counts());
+    // Without the model: queued keys are distinct and none is held; dirty ones are queued or held.
+    const held = workers.filter((w) => w.holding !== undefined).length;
+    expect(counts.processing, where()).toBe(held);
+    expect(counts.queued + counts.processing, where()).toBeLessThanOrEqual(KEYS.length);
+    expect(counts.dirty - counts.queued, where()).toBeLessThanOrEqual(counts.processing);
+    expect(queue.length).toBe(counts.queued);
+  };
+
+  const addOps = ["add", "addAfter", "addRateLimited"];
+  for (step = 0; step < steps; step++) {
+    if (step === shutdownAt) {
+      if (rand() < 0.5) {
+        log.push("shutDown");
+        queue.shutDown();
+      } else {
+        log.push("shutDownWithDrain");
+        const state = { done: false };
+        drained = state;
+        void queue.shutDownWithDrain().then(() => {
+          state.done = true;
+        });
+      }
+      model.shutDown();
+      await check();
+      continue;
+    }
+    const roll = rand();
+    const key = pick(KEYS);
+    const priority = pick(PRIORITIES);
+    const idle = workers.filter((w) => !w.stopped && w.holding === undefined && w.asking === undefined);
+    const holding = workers.filter((w) => w.holding !== undefined);
+    let op: string;
+    if (roll < 0.2) op = "add";
+    else if (roll < 0.34) op = "addAfter";
+    else if (roll < 0.42) op = "addRateLimited";
+    else if (roll < 0.46) op = "forget";
+    else if (roll < 0.58) op = "advance";
+    else if (roll < 0.79) op = idle.length > 0 ? "get" : "advance";
+    else op = holding.length > 0 ? "done" : "add";
+
+    if (op === "add") {
+      log.push(`add(${key},${priority})`);
+      queue.add(key, priority);
+      model.add(key, priority);
+    } else if (op === "addAfter") {
+      const ms = rand() < 0.1 ? 0 : 1 + Math.floor(rand() * 50);
+      log.push(`addAfter(${key},${ms},${priority})`);
+      queue.addAfter(key, ms, priority);
+      model.addAfter(key, ms, priority);
+    } else if (op === "addRateLimited") {
+      log.push(`addRateLimited(${key},${priority})`);
+      queue.addRateLimited(key, priority);
+      model.addRateLimited(key, priority);
+    } else if (op === "forget") {
+      log.push(`forget(${key})`);
+      queue.forget(key);
+      model.forget(key);
+    } else if (op === "advance") {
+      const ms = Math.floor(rand() * 30);
+      log.push(`advance(${ms})`);
+      clock.advance(ms);
+      model.advance(ms);
+    } else if (op === "get") {
+      const worker = pick(idle);
+      log.push(`get#${worker.id}`);
+      ask(worker);
+    } else {
+      const worker = pick(holding);
+      log.push(`done#${worker.id}(${worker.holding})`);
+      finish(worker);
+    }
+    if (addOps.includes(op) && !model.shut) lastAdd.set(key, step);
+    await check();
+    if (log.length > 100) log = log.slice(-20);
+  }
+
+  if (shutdownAt !== undefined) {
+    // After shutdown nothing is handed out; once every held key is done, a drain has ended.
+    for (const worker of workers) if (worker.holding !== undefined) finish(worker);
+    await check();
+    for (const worker of workers) if (!worker.stopped && worker.asking === undefined) ask(worker);
+    await check();
+    expect(
+      workers.every((w) => w.stopped),
+      where(),
+    ).toBe(true);
+    if (drained !== undefined) expect(drained.done, where()).toBe(true);
+    return;
+  }
+
+  // No more adds: workers drain the queue, the clock jumping to each pending delay.
+  for (let rounds = 0; rounds < 1000; rounds++) {
+    step++;
+    for (const worker of workers) if (worker.holding !== undefined) finish(worker);
+    for (const worker of workers) if (worker.asking === undefined) ask(worker);
+    await check();
+    const counts = queue.counts();
+    if (
+      counts.queued + counts.processing + counts.waiting === 0 &&
+      workers.every((w) => w.holding === undefined)
+    ) {
+      break;
+    }
+    if (counts.queued === 0 && counts.processing === 0) {
+      const ms = (clock.nextTimerAt() as number) - clock.now();
+      clock.advance(ms);
+      model.advance(ms);
+      await check();
+    }
+  }
+  expect(queue.counts(), where()).toEqual({ queued: 0, dirty: 0, processing: 0, waiting: 0 });
+  // Every key was handed out after its last add.
+  for (const [key, added] of lastAdd) {
+    expect(lastStart.get(key) ?? -1, `${key} added at step ${added}; ${where()}`).toBeGreaterThanOrEqual(
+      added,
+    );
+  }
+  // Shutting down releases the workers still waiting.
+  queue.shutDown();
+  model.shutDown();
+  await check();
+  expect(workers.every((w) => w.stopped)).toBe(true);
+}
+
+describe("WorkQueue against a reference model (random operations, concurrent workers)", () => {
+  it("agrees with the model and keeps its invariants over 60 random runs of 1500 operations", async () => {
+    for (let seed = 1; seed <= 60; seed++) await run(seed, 1500, undefined);
+  });
+
+  it("agrees with the model when it shuts down, with or without drain, midway", async () => {
+    for (let seed = 101; seed <= 140; seed++) await run(seed, 600, 300 + (seed % 7) * 20);
+  });
+});
