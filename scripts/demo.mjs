@@ -1,30 +1,34 @@
-// `npm run demo`: a live local Kubernetes cluster, shown through the machine's kubectl.
-// Pass --keep to leave it running afterwards (stop it with `npx kubeloop cluster stop --dir .kubeloop/demo`).
-import { spawnSync } from "node:child_process";
+// `npm run demo`: the nginx operator on a live local cluster, shown through the machine's kubectl.
+// It starts the cluster profile, installs the Nginx CRD, runs the operator, applies a sample and
+// shows it converging; then it keeps running until Ctrl-C.
+//   --exit   stop everything after showing it (what CI-like runs want)
+import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(root, "packages/kubeloop/dist/cli/main.js");
+const example = join(root, "examples/nginx");
 const dir = join(root, ".kubeloop/demo");
-const keep = process.argv.includes("--keep");
 const kubeconfig = join(dir, "kubeconfig");
+const exitAfterShowing = process.argv.includes("--exit");
+let operator;
 
 function step(title) {
   console.log(`\n\u001b[1m== ${title}\u001b[0m`);
 }
 
-function run(command, args, { check = true } = {}) {
+function run(command, args, { check = true, quiet = false } = {}) {
   const shown = command === process.execPath ? ["kubeloop", ...args.slice(1)] : [command, ...args];
-  console.log(`\u001b[2m$ ${shown.join(" ")}\u001b[0m`);
+  if (!quiet) console.log(`\u001b[2m$ ${shown.join(" ")}\u001b[0m`);
   const result = spawnSync(command, args, {
-    stdio: "inherit",
+    stdio: quiet ? "pipe" : "inherit",
+    encoding: "utf8",
     env: { ...process.env, KUBECONFIG: kubeconfig },
   });
   if (check && result.status !== 0) {
-    console.error(`\n${command} ${args.join(" ")} failed (exit ${result.status}).`);
-    if (!keep) spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "inherit" });
-    process.exit(result.status ?? 1);
+    console.error(`\n${shown.join(" ")} failed (exit ${result.status}).${quiet ? `\n${result.stderr}` : ""}`);
+    cleanUp(1);
   }
   return result;
 }
@@ -32,36 +36,86 @@ function run(command, args, { check = true } = {}) {
 const kubectl = (...args) => run("kubectl", args);
 const kubeloop = (...args) => run(process.execPath, [cli, ...args]);
 
+function cleanUp(code) {
+  if (operator && operator.exitCode === null) operator.kill("SIGTERM");
+  spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "inherit" });
+  process.exit(code);
+}
+
+/** Polls until the Nginx's Ready condition is True, printing the table as it changes. */
+async function waitForReady(name, count) {
+  let last = "";
+  for (let i = 0; i < 300; i++) {
+    const table = run("kubectl", ["-n", "demo", "get", "nginx", name], { quiet: true, check: false }).stdout;
+    if (table !== last) {
+      process.stdout.write(table);
+      last = table;
+    }
+    const ready = run(
+      "kubectl",
+      ["-n", "demo", "get", "nginx", name, "-o", "jsonpath={.status.readyCount}"],
+      {
+        quiet: true,
+        check: false,
+      },
+    ).stdout;
+    if (ready === String(count)) return;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  console.error("The Nginx did not become ready in time; the operator's log is above.");
+  cleanUp(1);
+}
+
 step("Start a local cluster: etcd, kube-apiserver, controller manager, scheduler, 3 kwok nodes");
 // A leftover from an interrupted demo is stopped first, so the demo always starts fresh.
 spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "ignore" });
 kubeloop("cluster", "start", "--profile", "cluster", "--nodes", "3", "--dir", dir);
+kubectl("get", "nodes");
 
-step("The server is a real Kubernetes, built from source");
-kubectl("version");
-kubectl("get", "nodes", "-o", "wide");
+step("Install the Nginx CRD (proxy.example.com/v1alpha1)");
+kubectl("apply", "-f", join(example, "config/crd"));
+kubectl("wait", "--for=condition=Established", "crd/nginxes.proxy.example.com", "--timeout=60s");
 
-step("A Deployment of 3 replicas: scheduled onto the fake nodes, Running and Ready");
+step("Run the operator (examples/nginx: `npm start` in its folder)");
+operator = spawn(process.execPath, [join(example, "src/main.ts")], {
+  env: { ...process.env, KUBECONFIG: kubeconfig, METRICS_PORT: "0", PROBE_PORT: "0", LOG_LEVEL: "info" },
+  stdio: ["ignore", "ignore", "inherit"],
+});
+operator.on("exit", (code, signal) => {
+  if (signal !== "SIGTERM" && code !== 0) {
+    console.error(`the operator exited (${code ?? signal})`);
+    cleanUp(1);
+  }
+});
+process.on("SIGINT", () => {
+  console.log("\nStopping the operator and the cluster…");
+  cleanUp(0);
+});
+
+step("Apply a sample: an Nginx with count 3");
 kubectl("create", "namespace", "demo");
-kubectl("-n", "demo", "create", "deployment", "web", "--image=nginx:1.27", "--replicas=3");
-kubectl("-n", "demo", "rollout", "status", "deployment/web", "--timeout=120s");
-kubectl("-n", "demo", "get", "deployment,replicaset,pods", "-o", "wide");
+kubectl("-n", "demo", "apply", "-f", join(example, "config/samples/nginx.yaml"));
+await waitForReady("web", 3);
+kubectl("-n", "demo", "get", "deployment,pods", "-o", "wide");
 
-step("Scale to 5, then delete: garbage collection removes the ReplicaSet and its Pods");
-kubectl("-n", "demo", "scale", "deployment/web", "--replicas=5");
-kubectl("-n", "demo", "rollout", "status", "deployment/web", "--timeout=120s");
-kubectl("-n", "demo", "delete", "deployment", "web");
-kubectl("-n", "demo", "wait", "--for=delete", "pods", "-l", "app=web", "--timeout=120s");
-kubectl("-n", "demo", "get", "all");
+step("Scale it to 5 (kubectl scale works through the scale subresource)");
+kubectl("-n", "demo", "scale", "nginx", "web", "--replicas=5");
+await waitForReady("web", 5);
 
-step("Cluster status");
-kubeloop("cluster", "status", "--dir", dir);
+step("A count above 100 is rejected by the API server itself");
+run("kubectl", ["-n", "demo", "patch", "nginx", "web", "--type=merge", "-p", '{"spec":{"count":101}}'], {
+  check: false,
+});
 
-if (keep) {
-  console.log(`\nThe cluster keeps running. Use it with:\n  export KUBECONFIG=${kubeconfig}`);
-  console.log(`Stop it with:\n  npx kubeloop cluster stop --dir ${dir}`);
-} else {
+step("What kubectl describe shows");
+kubectl("-n", "demo", "describe", "nginx", "web");
+
+if (exitAfterShowing) {
   step("Stop");
-  kubeloop("cluster", "stop", "--dir", dir);
-  console.log("\nDemo finished. Run `npm run demo -- --keep` to keep the cluster running afterwards.");
+  cleanUp(0);
+} else {
+  console.log(
+    `\nThe operator and the cluster keep running. In another terminal:\n  export KUBECONFIG=${kubeconfig}`,
+  );
+  console.log("  kubectl -n demo get nginx,deploy,pods\nPress Ctrl-C to stop both.");
 }

@@ -1,7 +1,61 @@
 /**
- * kubeloop: the Kubernetes operator framework for TypeScript.
+ * kubeloop: the Kubernetes operator framework for TypeScript. This entry point is the 90% path;
+ * each layer also has its own subpath (`kubeloop/client`, `kubeloop/cache`, `kubeloop/queue`,
+ * `kubeloop/controller`, `kubeloop/resources`, `kubeloop/manager`, `kubeloop/testing`, `kubeloop/k8s`).
  *
- * The layers land one by one (see the repository's docs/); today the package ships the real
- * control plane for tests and local runs, under `kubeloop/testing`.
+ * @example
+ * ```ts
+ * import { controller, done, Manager } from "kubeloop";
+ * import { ConfigMap } from "kubeloop/k8s";
+ *
+ * const echo = controller(ConfigMap).named("echo").reconcile((cm, ctx) => {
+ *   ctx.log.info("seen");
+ *   return done();
+ * });
+ * await new Manager().add(echo).start();
+ * ```
  */
+export {
+  AlreadyExists,
+  ApiError,
+  Client,
+  Conflict,
+  Forbidden,
+  Gone,
+  Invalid,
+  type KubeObject,
+  NotFound,
+  type ObjectList,
+  objectKey,
+  type ResourceType,
+  resourceType,
+} from "./client/index.js";
+export {
+  after,
+  and,
+  annotationsChanged,
+  controller,
+  done,
+  generationChanged,
+  labelsChanged,
+  not,
+  or,
+  type ReconcileContext,
+  type ReconcileResult,
+  type Reconciler,
+  resourceVersionChanged,
+  TerminalError,
+  terminal,
+} from "./controller/index.js";
+export { Manager, type ManagerOptions } from "./manager/index.js";
+export {
+  type Condition,
+  controllerReference,
+  findCondition,
+  handleFinalizer,
+  isTrue,
+  setCondition,
+  setControllerReference,
+} from "./resources/index.js";
+
 export const VERSION = "0.1.0";

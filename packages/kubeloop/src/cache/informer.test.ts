@@ -1,5 +1,6 @@
 import type { ConfigMap as ConfigMapObject, Secret as SecretObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { namespaces, until } from "../../test/helpers.js";
 import { TcpProxy } from "../../test/tcp-proxy.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
@@ -12,14 +13,9 @@ import { InformerRegistry } from "./registry.js";
 
 let plane: ControlPlane;
 let client: Client;
-let counter = 0;
 const fast = { backoff: { initialMs: 100, maxMs: 1_000 } };
 
-async function namespace(): Promise<string> {
-  const name = `cache-${++counter}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
-}
+const namespace = namespaces(() => client, "cache");
 
 function configMap(
   ns: string,
@@ -37,15 +33,6 @@ function configMap(
 
 function secret(ns: string, name: string): SecretObject {
   return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace: ns } };
-}
-
-/** Polls until `check` holds (the cache converges asynchronously); fails after `ms`. */
-async function until(check: () => boolean, ms = 20_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A client whose connections go through `proxy`. */
@@ -96,6 +83,27 @@ describe("Informer", () => {
     expect(informer.health.state).toBe("stopped");
   });
 
+  it.each([
+    ["a streamed LIST from the watch cache", {}],
+    ["consistent pages", { pageSize: 2 }],
+    ["a streaming watch (sendInitialEvents)", { watchList: true }],
+  ])("takes its initial state from %s", async (_, strategy) => {
+    const ns = await namespace();
+    for (const name of ["a", "b", "c", "d", "e"]) await client.create(configMap(ns, name, { name }));
+    const informer = new Informer<ConfigMapObject>(client, ConfigMap, { namespace: ns, ...strategy });
+    const initial: string[] = [];
+    informer.on({
+      added: (cm, { initial: isInitial }) => isInitial && initial.push(cm.metadata?.name ?? ""),
+    });
+    informer.start();
+    await informer.synced;
+    expect(initial.sort()).toEqual(["a", "b", "c", "d", "e"]);
+    expect(informer.get("c", ns)?.data?.name).toBe("c");
+    await client.create(configMap(ns, "f"));
+    await until(() => informer.size === 6, 10_000, "the watch after the initial state");
+    await informer.stop();
+  });
+
   it("caches metadata only when asked", async () => {
     const ns = await namespace();
     await client.create(configMap(ns, "heavy", { payload: "x".repeat(5_000) }));
@@ -129,8 +137,14 @@ describe("Informer", () => {
   }, 300_000);
 
   it("reports Forbidden instead of stalling, and recovers once RBAC allows the list", async () => {
-    const user = plane.addUser("system:serviceaccount:default:watcher");
-    const limited = await Client.connect({ kubeconfig: user.kubeconfigPath });
+    // The admin impersonates a service account, as `kubectl --as` does.
+    const limited = await Client.connect({
+      kubeconfig: plane.kubeconfigPath,
+      impersonate: {
+        user: "system:serviceaccount:default:watcher",
+        groups: ["system:serviceaccounts", "system:authenticated"],
+      },
+    });
     const informer = new Informer(limited, Secret, { namespace: "default", ...fast });
     const errors: Error[] = [];
     informer.onError((error) => errors.push(error));
@@ -181,7 +195,10 @@ describe("Shared informers", () => {
     expect(a.informer).toBe(b.informer);
     expect(other.informer).not.toBe(a.informer);
     await registry.waitForSync();
-    expect(requests.filter((m) => m === "WATCH")).toHaveLength(2);
+    const watches = () => requests.filter((m) => m === "WATCH").length;
+    await until(() => watches() >= 2, 10_000, "the watches");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(watches()).toBe(2);
     await a.release();
     expect(registry.informers).toHaveLength(2);
     await b.release();
@@ -214,7 +231,7 @@ describe("Watch resilience", () => {
     await client.create(secret(ns, "kept"));
     const proxy = await new TcpProxy({ host: "127.0.0.1", port: Number(new URL(plane.server).port) }).start();
     const viaProxy = await clientThrough(proxy);
-    const informer = new Informer(viaProxy, Secret, { namespace: ns, ...fast, watchList: false });
+    const informer = new Informer(viaProxy, Secret, { namespace: ns, ...fast });
     const deletes: string[] = [];
     informer.on({
       deleted: (s, { tombstone }) => deletes.push(`${s.metadata?.name}${tombstone ? " (tombstone)" : ""}`),

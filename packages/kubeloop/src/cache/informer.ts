@@ -189,6 +189,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private replace(objects: T[]): void {
+    this.lastError = undefined;
     const changes = this.store.replace(objects.map((object) => this.prepare(object)));
     const context = { initial: true };
     for (const object of changes.added) this.emit((h) => h.added?.(object, context));

@@ -14,8 +14,8 @@ import type { KubeObject, ResourceType } from "../client/types.js";
  *
  * A failed LIST (Forbidden, unknown kind, server down) is reported through `onError` and retried
  * with the same backoff, so an operator whose RBAC is fixed later recovers without a restart.
- * The initial state comes from a streaming watch (`sendInitialEvents`) where the server supports
- * it (one request, no large list response in memory at once), else from a paged LIST (500 a page).
+ * The initial state comes from one LIST answered by the watch cache and parsed as it streams in
+ * (or from consistent pages, or from a streaming watch with `sendInitialEvents`, if configured).
  */
 
 export interface ReflectorSink<T extends KubeObject> {
@@ -31,9 +31,16 @@ export interface ReflectorOptions {
   labelSelector?: string;
   fieldSelector?: string;
   metadataOnly?: boolean;
-  /** Page size of the initial LIST. Default 500, as client-go. */
+  /**
+   * Page size of a LIST. Default 0: one streamed response from the watch cache (resourceVersion
+   * "0"). Set it to read consistent pages from etcd instead, e.g. on servers without a watch cache.
+   */
   pageSize?: number;
-  /** Use the streaming initial list where the server supports it. Default true. */
+  /**
+   * Take the initial state from a streaming watch (`sendInitialEvents`) instead of a LIST.
+   * Default false: on Kubernetes 1.36 it measured slower than the streamed LIST (50,000 ConfigMaps:
+   * 1.5–1.65 s against 0.8–0.9 s), and the API server streams LIST responses too since 1.33.
+   */
   watchList?: boolean;
   /** Silence (no bytes, bookmarks included) after which a watch is treated as dead. Default 3 min. */
   inactivityTimeoutMs?: number;
@@ -100,7 +107,7 @@ export class Reflector<T extends KubeObject> {
   /** Runs until `signal` aborts. Never throws for server trouble; reports it through `onError`. */
   async run(signal: AbortSignal): Promise<void> {
     this.needList = true;
-    let watchList = this.options.watchList ?? true;
+    let watchList = this.options.watchList ?? false;
     while (!signal.aborted) {
       try {
         if (this.needList) {
@@ -135,24 +142,31 @@ export class Reflector<T extends KubeObject> {
     this.setState("stopped");
   }
 
+  /**
+   * Reads the full state. Unpaged (the default) it asks for resourceVersion "0", which the API
+   * server answers from its watch cache, as client-go's reflector does, and streams the response;
+   * with `pageSize` it reads consistent pages of that size instead.
+   */
   private async list(signal: AbortSignal): Promise<void> {
     this.stats.lists++;
     const objects: T[] = [];
+    const onItem = (object: T) => {
+      objects.push(object);
+    };
+    const pageSize = this.options.pageSize ?? 0;
     let resourceVersion = "";
     let token: string | undefined;
     do {
       const options = {
         ...this.selectors(),
-        limit: this.options.pageSize ?? 500,
         signal,
+        ...(this.options.metadataOnly ? { metadataOnly: true } : {}),
+        ...(pageSize > 0 ? { limit: pageSize } : { resourceVersion: "0" }),
         ...(token ? { continue: token } : {}),
       };
-      const page = this.options.metadataOnly
-        ? await this.client.listMetadata(this.type, options)
-        : await this.client.list(this.type, options);
-      for (const item of page.items) objects.push(item as T);
-      resourceVersion = page.metadata.resourceVersion ?? "";
-      token = page.metadata.continue || undefined;
+      const head = await this.client.listEach(this.type, options, onItem);
+      resourceVersion = head.metadata.resourceVersion ?? "";
+      token = head.metadata.continue || undefined;
     } while (token);
     this.resourceVersion = resourceVersion;
     this.sink.replace(objects, resourceVersion);

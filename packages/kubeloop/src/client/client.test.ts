@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { namespaces, rejection } from "../../test/helpers.js";
 import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { Client } from "./client.js";
@@ -23,26 +24,12 @@ const Widget = resourceType<KubeObject & { spec?: { size?: number } }>("test.kub
 
 let plane: ControlPlane;
 let client: Client;
-let counter = 0;
 
 /** A fresh namespace per test: tests share the plane, never their objects. */
-async function namespace(): Promise<string> {
-  const name = `client-${++counter}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
-}
+const namespace = namespaces(() => client, "client");
 
 function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  return promise.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (error: Error) => error,
-  );
 }
 
 beforeAll(async () => {

@@ -1,6 +1,7 @@
 import type { Scale } from "kubernetes-types/autoscaling/v1.js";
 import { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
 import { Discovery, type ResourceInfo } from "./discovery.js";
+import { type ListHead, parseListStream } from "./list-stream.js";
 import { type HttpRequest, Transport, type TransportOptions } from "./transport.js";
 import type {
   KubeObject,
@@ -164,6 +165,32 @@ export class Client {
     };
     return (await this.transport.request({ ...request, ...signalOf(options) }))
       .body as ObjectList<PartialObjectMetadata>;
+  }
+
+  /**
+   * A list read as a stream: `onItem` gets each object as soon as it has arrived, so parsing
+   * overlaps the transfer and the whole response is never held as one string. Resolves with the
+   * list's metadata (resourceVersion, continue). The way caches read large lists.
+   */
+  async listEach<T extends KubeObject>(
+    type: ResourceType<T>,
+    options: ListOptions & { metadataOnly?: boolean },
+    onItem: (object: T) => void,
+  ): Promise<ListHead> {
+    const path = await this.collectionPath(type, options.namespace);
+    const stream = await this.transport.stream({
+      method: "GET",
+      path,
+      query: listQuery(options),
+      inactivityTimeoutMs: this.transport.requestTimeoutMs,
+      ...(options.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
+      ...signalOf(options),
+    });
+    try {
+      return await parseListStream(stream.body, onItem as (item: unknown) => void);
+    } finally {
+      stream.close();
+    }
   }
 
   /** Every page of a list, `limit` objects at a time (default 500, as client-go's pager). */

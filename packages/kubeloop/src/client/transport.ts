@@ -20,6 +20,11 @@ export interface TransportOptions {
   onResponse?: (info: { method: string; code: number; durationMs: number }) => void;
   /** `User-Agent` sent with every request. */
   userAgent?: string;
+  /**
+   * Act as another user (the authenticated user needs the `impersonate` verb), e.g. a service
+   * account, to see what it may do: `{ user: "system:serviceaccount:ns:name", groups: [...] }`.
+   */
+  impersonate?: { user: string; groups?: string[] };
 }
 
 export interface HttpRequest {
@@ -53,6 +58,8 @@ export interface StreamResponse {
 /** Long enough for a large LIST page on a busy server; a hung call still ends. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 5;
+const IDEMPOTENT = new Set(["GET", "PUT", "DELETE"]);
+const STALE_CONNECTION_RETRIES = 2;
 /** A Retry-After beyond this is capped: better to surface the error than to stall a worker. */
 const MAX_RETRY_WAIT_MS = 30_000;
 
@@ -82,6 +89,11 @@ export class Transport {
       : undefined;
   }
 
+  /** The whole-request timeout of ordinary calls, in milliseconds. */
+  get requestTimeoutMs(): number {
+    return this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  }
+
   /** Sends a request and decodes its JSON answer; a non-2xx answer throws a typed {@link ApiError}. */
   async request(request: HttpRequest): Promise<HttpResponse> {
     const maxRetries = this.options.maxRetries ?? DEFAULT_MAX_RETRIES;
@@ -89,7 +101,10 @@ export class Transport {
       await this.bucket?.take();
       const started = performance.now();
       const timeout = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-      const response = await this.send(request, { headersTimeout: timeout, bodyTimeout: timeout });
+      const response = await this.sendRetryingStaleConnections(request, {
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
       const text = await response.body.text();
       this.options.onResponse?.({
         method: request.method,
@@ -115,7 +130,8 @@ export class Transport {
       headersTimeout: this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       bodyTimeout: request.inactivityTimeoutMs,
     });
-    this.options.onResponse?.({ method: "WATCH", code: response.statusCode, durationMs: 0 });
+    const method = request.query?.watch ? "WATCH" : request.method;
+    this.options.onResponse?.({ method, code: response.statusCode, durationMs: 0 });
     if (response.statusCode >= 300) {
       const text = await response.body.text();
       throw apiErrorFor(response.statusCode, asStatus(parseJson(text)), describe(request), text);
@@ -132,8 +148,32 @@ export class Transport {
     await this.pool.destroy();
   }
 
+  /**
+   * A kept-alive connection that the server closed as we reused it fails before the server read the
+   * request; retrying is safe for requests that are idempotent anyway (client-go does the same).
+   */
+  private async sendRetryingStaleConnections(
+    request: HttpRequest,
+    timeouts: { headersTimeout: number; bodyTimeout: number },
+  ) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.send(request, timeouts);
+      } catch (error) {
+        const code = ((error as Error).cause as { code?: string } | undefined)?.code;
+        const stale = code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+        if (!stale || !IDEMPOTENT.has(request.method) || attempt >= STALE_CONNECTION_RETRIES) throw error;
+      }
+    }
+  }
+
   private async send(request: HttpRequest, timeouts: { headersTimeout: number; bodyTimeout: number }) {
-    const headers: Record<string, string> = { accept: request.accept ?? "application/json" };
+    const headers: Record<string, string | string[]> = { accept: request.accept ?? "application/json" };
+    const impersonate = this.options.impersonate;
+    if (impersonate) {
+      headers["impersonate-user"] = impersonate.user;
+      if (impersonate.groups?.length) headers["impersonate-group"] = impersonate.groups;
+    }
     const authorization = await this.config.authorization();
     if (authorization) headers.authorization = authorization;
     if (this.options.userAgent) headers["user-agent"] = this.options.userAgent;

@@ -1,0 +1,31 @@
+// The nginx operator's entry point: `npm start` (in this folder) runs it against the current
+// KUBECONFIG. Settings, by flag or environment:
+//   --metrics-port / METRICS_PORT   (default 8080; 0 picks a free port)
+//   --probe-port / PROBE_PORT       (default 8081)
+//   --leader-elect / LEADER_ELECT=true, --leader-election-namespace / LEADER_ELECTION_NAMESPACE
+import { parseArgs } from "node:util";
+import { Manager } from "kubeloop";
+import { nginxController, OPERATOR_NAME } from "./nginx.ts";
+
+const { values } = parseArgs({
+  options: {
+    "metrics-port": { type: "string", default: process.env.METRICS_PORT ?? "8080" },
+    "probe-port": { type: "string", default: process.env.PROBE_PORT ?? "8081" },
+    "leader-elect": { type: "boolean", default: process.env.LEADER_ELECT === "true" },
+    "leader-election-namespace": { type: "string", default: process.env.LEADER_ELECTION_NAMESPACE },
+    kubeconfig: { type: "string", default: process.env.KUBECONFIG },
+  },
+});
+
+const manager = new Manager({
+  ...(values.kubeconfig ? { kubeconfig: values.kubeconfig.split(":")[0] } : {}),
+  metrics: { port: Number(values["metrics-port"]) },
+  probes: { port: Number(values["probe-port"]) },
+  leaderElection: values["leader-elect"]
+    ? {
+        id: OPERATOR_NAME,
+        ...(values["leader-election-namespace"] ? { namespace: values["leader-election-namespace"] } : {}),
+      }
+    : false,
+});
+await manager.add(nginxController).start();

@@ -1,0 +1,98 @@
+import { after, type Condition, controller, done, type KubeObject, resourceType } from "kubeloop";
+import { Deployment, Pod } from "kubeloop/k8s";
+
+/** The Nginx custom resource (proxy.example.com/v1alpha1), as config/crd declares it. */
+export interface Nginx extends KubeObject {
+  spec?: { count?: number; image?: string };
+  status?: { observedGeneration?: number; readyCount?: number; nodes?: string[]; conditions?: Condition[] };
+}
+
+export const NginxType = resourceType<Nginx>("proxy.example.com/v1alpha1", "Nginx", {
+  plural: "nginxes",
+  namespaced: true,
+});
+
+/** Labels on everything the operator creates; pods are watched through them. */
+const MANAGED_BY = "app.kubernetes.io/managed-by";
+const INSTANCE = "app.kubernetes.io/instance";
+export const OPERATOR_NAME = "nginx-operator";
+
+function podLabels(nginx: Nginx): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "nginx",
+    [INSTANCE]: nginx.metadata?.name ?? "",
+    [MANAGED_BY]: OPERATOR_NAME,
+  };
+}
+
+function deploymentFor(nginx: Nginx) {
+  const labels = podLabels(nginx);
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: nginx.metadata?.name ?? "", namespace: nginx.metadata?.namespace ?? "", labels },
+    spec: {
+      replicas: nginx.spec?.count ?? 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            {
+              name: "nginx",
+              image: nginx.spec?.image ?? "nginx:1.27",
+              ports: [{ name: "http", containerPort: 80 }],
+              readinessProbe: { httpGet: { path: "/", port: "http" } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function isRunningAndReady(pod: {
+  status?: { phase?: string; conditions?: { type: string; status: string }[] };
+}) {
+  return (
+    pod.status?.phase === "Running" &&
+    pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+  );
+}
+
+/**
+ * Nginx → a Deployment of `spec.count` replicas, owned by it (deleted with it); `status.nodes`
+ * lists the running pods; `Ready` is true once all of them run.
+ */
+export const nginxController = controller(NginxType)
+  .named(OPERATOR_NAME)
+  .owns(Deployment)
+  .watches(
+    Pod,
+    (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
+    { labelSelector: `${MANAGED_BY}=${OPERATOR_NAME}` },
+  )
+  .reconcile(async (nginx, ctx) => {
+    if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
+    const count = nginx.spec?.count ?? 1;
+    await ctx.apply(deploymentFor(nginx));
+    const pods = ctx.cache
+      .list(Pod, { namespace: ctx.namespace ?? "", labels: podLabels(nginx) })
+      .filter((pod) => !pod.metadata?.deletionTimestamp && isRunningAndReady(pod));
+    const nodes = pods.map((pod) => pod.metadata?.name ?? "").sort();
+    const ready = nodes.length === count;
+    await ctx.status(
+      { nodes, readyCount: nodes.length },
+      {
+        ready: ready
+          ? true
+          : { status: false, reason: "Progressing", message: `${nodes.length} of ${count} pods running` },
+      },
+    );
+    if (ready) {
+      ctx.log.info({ count }, "all pods running");
+      return done();
+    }
+    // Pod changes wake us anyway; this is only a safety net.
+    return after("30s");
+  });

@@ -1,0 +1,266 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { ControlPlane, kubectl } from "kubeloop/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// End to end, as a user would: the operator runs as its own process (`npm start`'s command)
+// against a simulated cluster, and everything is checked through kubectl.
+
+const root = join(import.meta.dirname, "..");
+let plane: ControlPlane;
+const operators: ChildProcess[] = [];
+
+const k = (args: string[], input?: string) =>
+  kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+interface Operator {
+  process: ChildProcess;
+  metricsPort: number;
+  probePort: number;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+async function startOperator(extraEnv: Record<string, string> = {}): Promise<Operator> {
+  const metricsPort = await freePort();
+  const probePort = await freePort();
+  const child = spawn(process.execPath, [join(root, "src/main.ts")], {
+    env: {
+      ...process.env,
+      KUBECONFIG: plane.kubeconfigPath,
+      METRICS_PORT: String(metricsPort),
+      PROBE_PORT: String(probePort),
+      LOG_LEVEL: "info",
+      ...extraEnv,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  operators.push(child);
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { process: child, metricsPort, probePort, output: () => output, exited };
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function jsonpath(args: string[], path: string): Promise<string> {
+  return (await k([...args, "-o", `jsonpath=${path}`])).stdout;
+}
+
+async function metric(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(name));
+  return line ? Number(line.split(" ").at(-1)) : Number.NaN;
+}
+
+beforeAll(async () => {
+  plane = await new ControlPlane({ profile: "cluster", nodes: 2, crds: [join(root, "config/crd")] }).start();
+});
+afterAll(async () => {
+  for (const child of operators) child.kill("SIGKILL");
+  await plane?.stop();
+});
+
+describe("nginx operator", () => {
+  let operator: Operator;
+
+  it("turns an Nginx into a Deployment whose pods run, and reports them in its status", async () => {
+    operator = await startOperator();
+    expect((await k(["create", "namespace", "web"])).code).toBe(0);
+    const applied = await k(["-n", "web", "apply", "-f", join(root, "config/samples/nginx.yaml")]);
+    expect(applied.code, applied.stderr).toBe(0);
+    await until(
+      async () =>
+        (await jsonpath(
+          ["-n", "web", "get", "nginx", "web"],
+          '{.status.conditions[?(@.type=="Ready")].status}',
+        )) === "True",
+      60_000,
+      "Ready=True",
+    );
+    expect(await jsonpath(["-n", "web", "get", "deployment", "web"], "{.status.readyReplicas}")).toBe("3");
+    const nodes = (await jsonpath(["-n", "web", "get", "nginx", "web"], "{.status.nodes}"))
+      .replace(/[[\]"]/g, "")
+      .split(",");
+    const pods = (
+      await jsonpath(
+        ["-n", "web", "get", "pods", "-l", "app.kubernetes.io/instance=web"],
+        "{.items[*].metadata.name}",
+      )
+    ).split(" ");
+    expect(nodes.sort()).toEqual(pods.sort());
+    const table = await k(["-n", "web", "get", "nginx"]);
+    expect(table.stdout).toMatch(/NAME\s+COUNT\s+RUNNING\s+READY\s+AGE\nweb\s+3\s+3\s+True/);
+    expect(
+      await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.ownerReferences[0].kind}"),
+    ).toBe("Nginx");
+  });
+
+  it("follows scaling up and down", async () => {
+    for (const count of [5, 1]) {
+      expect(
+        (await k(["-n", "web", "patch", "nginx", "web", "--type=merge", "-p", `{"spec":{"count":${count}}}`]))
+          .code,
+      ).toBe(0);
+      await until(
+        async () =>
+          (await jsonpath(["-n", "web", "get", "nginx", "web"], "{.status.readyCount}")) === String(count),
+        60_000,
+        `${count} running pods`,
+      );
+    }
+    // `kubectl scale` works too, through the scale subresource.
+    expect((await k(["-n", "web", "scale", "nginx", "web", "--replicas=2"])).code).toBe(0);
+    await until(
+      async () => (await jsonpath(["-n", "web", "get", "deployment", "web"], "{.spec.replicas}")) === "2",
+      30_000,
+      "2 replicas",
+    );
+  });
+
+  it("recreates a deleted Deployment", async () => {
+    const uid = await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.uid}");
+    expect((await k(["-n", "web", "delete", "deployment", "web"])).code).toBe(0);
+    await until(
+      async () => {
+        const now = await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.uid}");
+        return now !== "" && now !== uid;
+      },
+      30_000,
+      "a new Deployment",
+    );
+  });
+
+  it("rejects an invalid count with the API server's message", async () => {
+    const bad = await k([
+      "-n",
+      "web",
+      "patch",
+      "nginx",
+      "web",
+      "--type=merge",
+      "-p",
+      '{"spec":{"count":101}}',
+    ]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain(
+      "spec.count: Invalid value: 101: spec.count in body should be less than or equal to 100",
+    );
+  });
+
+  it("serves metrics with controller-runtime's names and is ready", async () => {
+    expect(
+      await metric(
+        operator.metricsPort,
+        'controller_runtime_reconcile_total{controller="nginx-operator",result="success"}',
+      ),
+    ).toBeGreaterThan(0);
+    const text = await (await fetch(`http://127.0.0.1:${operator.metricsPort}/metrics`)).text();
+    for (const name of [
+      "workqueue_adds_total",
+      "workqueue_depth",
+      "controller_runtime_reconcile_time_seconds_bucket",
+      "rest_client_requests_total",
+    ]) {
+      expect(text).toContain(name);
+    }
+    expect((await fetch(`http://127.0.0.1:${operator.probePort}/readyz`)).status).toBe(200);
+  });
+
+  it("lets garbage collection remove everything when the Nginx is deleted", async () => {
+    expect((await k(["-n", "web", "delete", "nginx", "web"])).code).toBe(0);
+    // kube-controller-manager's garbage collector learns of new CRDs by rereading discovery every
+    // 30 s, so right after the CRD is installed this can take that long.
+    await until(
+      async () => (await k(["-n", "web", "get", "deployment", "web"])).stderr.includes("NotFound"),
+      90_000,
+      "the Deployment to go",
+    );
+    await until(
+      async () =>
+        (await jsonpath(
+          ["-n", "web", "get", "pods", "-l", "app.kubernetes.io/instance=web"],
+          "{.items[*].metadata.name}",
+        )) === "",
+      60_000,
+      "the pods to go",
+    );
+    operator.process.kill("SIGTERM");
+    expect(await operator.exited).toBe(0);
+  });
+});
+
+describe("nginx operator, two replicas with leader election", () => {
+  it("reconciles with one replica only, and fails over to the other when the leader is killed", async () => {
+    expect((await k(["create", "namespace", "ha"])).code).toBe(0);
+    const env = { LEADER_ELECT: "true", LEADER_ELECTION_NAMESPACE: "ha" };
+    const a = await startOperator(env);
+    await until(
+      async () =>
+        (await jsonpath(["-n", "ha", "get", "lease", "nginx-operator"], "{.spec.holderIdentity}")) !== "",
+      30_000,
+      "a leader",
+    );
+    const b = await startOperator(env);
+    await until(() => /waiting for leadership/.test(b.output()), 30_000, "the standby to campaign");
+    const leaderStatus = (o: Operator) =>
+      metric(o.metricsPort, 'leader_election_master_status{name="nginx-operator"}');
+    expect(await leaderStatus(a)).toBe(1);
+    expect(await leaderStatus(b)).toBe(0);
+    expect((await k(["-n", "ha", "apply", "-f", join(root, "config/samples/nginx.yaml")])).code).toBe(0);
+    await until(
+      async () => (await jsonpath(["-n", "ha", "get", "nginx", "web"], "{.status.readyCount}")) === "3",
+      60_000,
+      "3 pods",
+    );
+    const reconciles = (o: Operator) =>
+      metric(
+        o.metricsPort,
+        'controller_runtime_reconcile_total{controller="nginx-operator",result="success"}',
+      );
+    expect(await reconciles(a)).toBeGreaterThan(0);
+    expect(await reconciles(b)).toBe(0);
+
+    const killedAt = Date.now();
+    a.process.kill("SIGKILL");
+    await until(async () => (await leaderStatus(b)) === 1, 30_000, "the standby to take over");
+    // Lease duration (15 s) plus one retry period (2 s) and its jitter.
+    expect(Date.now() - killedAt).toBeLessThan(15_000 + 2_000 * 1.2 + 3_000);
+    expect(
+      (await k(["-n", "ha", "patch", "nginx", "web", "--type=merge", "-p", '{"spec":{"count":2}}'])).code,
+    ).toBe(0);
+    await until(
+      async () => (await jsonpath(["-n", "ha", "get", "nginx", "web"], "{.status.readyCount}")) === "2",
+      60_000,
+      "the new leader to reconcile",
+    );
+    expect(await reconciles(b)).toBeGreaterThan(0);
+
+    b.process.kill("SIGTERM");
+    expect(await b.exited).toBe(0);
+    // Released on shutdown: the next replica need not wait out the lease.
+    expect(await jsonpath(["-n", "ha", "get", "lease", "nginx-operator"], "{.spec.holderIdentity}")).toBe("");
+  });
+});

@@ -1,0 +1,139 @@
+import type { KubeObject, ResourceType } from "../client/types.js";
+import {
+  Controller,
+  type ControllerSpec,
+  DEFAULT_CONCURRENCY,
+  type MapFunc,
+  type Reconciler,
+  type Request,
+  type Source,
+} from "./controller.js";
+import type { Predicate } from "./predicates.js";
+import { type Duration, parseDuration } from "./result.js";
+
+/**
+ * Builds a controller the way controller-runtime's builder does:
+ *
+ * @example
+ * ```ts
+ * const nginx = controller(Nginx)
+ *   .owns(Deployment)                                  // a child's change reconciles its owner
+ *   .watches(Pod, (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.app ?? "" }))
+ *   .withPredicates(generationChanged())               // ignore status-only updates of Nginx
+ *   .concurrency(4)
+ *   .reconcile(async (obj, ctx) => done());
+ * ```
+ */
+export class ControllerBuilder<T extends KubeObject> {
+  private readonly spec: Omit<ControllerSpec<T>, "reconcile">;
+
+  constructor(primary: ResourceType<T>) {
+    this.spec = {
+      name: primary.kind.toLowerCase(),
+      primary,
+      owns: [],
+      watches: [],
+      sources: [],
+      predicates: [],
+      concurrency: DEFAULT_CONCURRENCY,
+      namespace: undefined,
+    };
+  }
+
+  /** The controller's name: in logs, metrics, events, and as its server-side apply field manager. */
+  named(name: string): this {
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) {
+      throw new TypeError(
+        `Controller name "${name}" must be lowercase letters, digits, "-" and "." (it names a field manager)`,
+      );
+    }
+    this.spec.name = name;
+    return this;
+  }
+
+  /** Children this controller creates: their changes reconcile their controller owner. */
+  owns(type: ResourceType, options: { metadataOnly?: boolean; labelSelector?: string } = {}): this {
+    this.spec.owns.push({
+      type,
+      metadataOnly: options.metadataOnly ?? false,
+      ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+    });
+    return this;
+  }
+
+  /**
+   * Any other type: `map` says which primary objects a change concerns. `labelSelector` narrows
+   * what is watched and cached (e.g. only the pods this operator created).
+   */
+  watches<U extends KubeObject>(type: ResourceType<U>, map: MapFunc<U>, options: WatchOptions<U> = {}): this {
+    this.spec.watches.push({
+      type,
+      map: map as MapFunc<KubeObject>,
+      predicates: (options.predicates ?? []) as Predicate[],
+      ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+    });
+    return this;
+  }
+
+  /** Filters changes of the primary type before they become reconciles. */
+  withPredicates(...predicates: Predicate<T>[]): this {
+    this.spec.predicates.push(...predicates);
+    return this;
+  }
+
+  /** Reconciles running at once (different keys; one key never runs twice at once). Default 8. */
+  concurrency(workers: number): this {
+    if (!Number.isInteger(workers) || workers < 1)
+      throw new RangeError(`concurrency must be a whole number ≥ 1, got ${workers}`);
+    this.spec.concurrency = workers;
+    return this;
+  }
+
+  /** Watches and reconciles in one namespace only (the informers are scoped to it). */
+  inNamespace(namespace: string): this {
+    this.spec.namespace = namespace;
+    return this;
+  }
+
+  /** Requests from outside Kubernetes (a queue, a webhook, a timer): each one reconciles its object. */
+  source(source: Source): this {
+    this.spec.sources.push(source);
+    return this;
+  }
+
+  /** Reconciles `requests()`'s objects every `interval`, e.g. to poll an external system. */
+  every(interval: Duration, requests: () => Request[] | Promise<Request[]>): this {
+    const ms = parseDuration(interval);
+    return this.source(async function* (signal) {
+      while (!signal.aborted) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+        if (signal.aborted) return;
+        yield* await requests();
+      }
+    });
+  }
+
+  reconcile(reconciler: Reconciler<T>): Controller<T> {
+    return new Controller<T>({ ...this.spec, reconcile: reconciler });
+  }
+}
+
+export interface WatchOptions<U extends KubeObject> {
+  predicates?: Predicate<U>[];
+  labelSelector?: string;
+}
+
+/** Starts a controller definition for a primary type. */
+export function controller<T extends KubeObject>(primary: ResourceType<T>): ControllerBuilder<T> {
+  return new ControllerBuilder(primary);
+}

@@ -1,0 +1,157 @@
+import type { Logger } from "pino";
+import type { ApplyOptions, Client, Written } from "../client/client.js";
+import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
+import { type Condition, setCondition } from "../resources/conditions.js";
+import type { Expectations } from "./expectations.js";
+
+export type { Condition } from "../resources/conditions.js";
+
+/**
+ * What a reconcile gets besides the object: the client, cache reads, a logger that names the
+ * object, and write helpers that do the right thing by default (server-side apply as the
+ * controller, owner reference to the primary, status with observedGeneration and a Ready condition)
+ * and remember what they wrote, so the next reconcile of this key never acts on an older cache.
+ */
+
+export interface CacheReader {
+  /** A cached object of a watched or owned type; `undefined` if it does not exist. */
+  get<U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string): U | undefined;
+  /** Cached objects of a watched or owned type, optionally in one namespace and with these labels. */
+  list<U extends KubeObject>(
+    type: ResourceType<U>,
+    filter?: { namespace?: string; labels?: Record<string, string> },
+  ): U[];
+}
+
+export interface EventSink {
+  event(
+    regarding: KubeObject,
+    event: { type: "Normal" | "Warning"; reason: string; action: string; note?: string },
+  ): void;
+}
+
+export interface StatusOptions {
+  /**
+   * Sets the `Ready` condition: `true`/`false`, or with a reason and message. `Progressing` is set
+   * to the opposite when given as a boolean (the object is still converging).
+   */
+  ready?: boolean | { status: boolean; reason: string; message?: string };
+}
+
+export interface ReconcileContext<T extends KubeObject> {
+  /** `namespace/name` (or `name` for cluster-scoped objects). */
+  readonly key: string;
+  readonly namespace: string | undefined;
+  readonly name: string;
+  /** Unique per reconcile; in every log line of it. */
+  readonly reconcileId: string;
+  /** True when the object is gone: `object` is its last known state. Clean up outside the cluster. */
+  readonly deleted: boolean;
+  readonly client: Client;
+  readonly cache: CacheReader;
+  readonly log: Logger;
+  /** Aborted when the manager stops and the grace period is over. */
+  readonly signal: AbortSignal;
+  /** Server-side apply as this controller, with the primary set as the object's controller owner. */
+  apply<U extends KubeObject>(
+    object: U,
+    options?: Partial<ApplyOptions> & { owned?: boolean },
+  ): Promise<Written<U>>;
+  /** Merge-patches the primary's status, with `observedGeneration` and conditions kept right. */
+  status(status: Record<string, unknown>, options?: StatusOptions): Promise<T>;
+  /** Records an event about the primary (events.k8s.io/v1, aggregated and rate-limited). */
+  event(type: "Normal" | "Warning", reason: string, note?: string): void;
+}
+
+export interface ContextDeps<T extends KubeObject> {
+  controller: string;
+  primaryType: ResourceType<T>;
+  object: T;
+  deleted: boolean;
+  reconcileId: string;
+  client: Client;
+  cache: CacheReader;
+  log: Logger;
+  signal: AbortSignal;
+  expectations: Expectations;
+  events: EventSink | undefined;
+}
+
+export function createContext<T extends KubeObject>(deps: ContextDeps<T>): ReconcileContext<T> {
+  const { object, client, controller } = deps;
+  const key = objectKey(object);
+  const namespace = object.metadata?.namespace;
+  const name = object.metadata?.name ?? "";
+  return {
+    key,
+    namespace,
+    name,
+    reconcileId: deps.reconcileId,
+    deleted: deps.deleted,
+    client,
+    cache: deps.cache,
+    log: deps.log,
+    signal: deps.signal,
+    async apply(child, options = {}) {
+      const { owned = true, ...applyOptions } = options;
+      const desired =
+        owned && child !== (object as KubeObject) ? withOwner(child, object, deps.primaryType) : child;
+      // A controller owns its children's fields outright: force takes them back from a human's edit.
+      const written = await client.apply(desired, { fieldManager: controller, force: true, ...applyOptions });
+      deps.expectations.expect(key, written);
+      return written;
+    },
+    async status(status, options = {}) {
+      const current = (object as { status?: { conditions?: Condition[] } }).status;
+      const patch: Record<string, unknown> = { ...status, observedGeneration: object.metadata?.generation };
+      if (options.ready !== undefined) {
+        const ready = typeof options.ready === "boolean" ? { status: options.ready } : options.ready;
+        let conditions = setCondition(current?.conditions ?? [], {
+          type: "Ready",
+          status: ready.status ? "True" : "False",
+          reason:
+            "reason" in ready && ready.reason ? ready.reason : ready.status ? "Reconciled" : "Progressing",
+          message: "message" in ready && ready.message ? ready.message : "",
+          observedGeneration: object.metadata?.generation,
+        });
+        if (typeof options.ready === "boolean") {
+          conditions = setCondition(conditions, {
+            type: "Progressing",
+            status: ready.status ? "False" : "True",
+            reason: ready.status ? "Reconciled" : "Progressing",
+            message: "",
+            observedGeneration: object.metadata?.generation,
+          });
+        }
+        patch.conditions = conditions;
+      }
+      const written = await deps.expectations.writing(key, () =>
+        client.patch(
+          deps.primaryType,
+          name,
+          { status: patch },
+          { ...(namespace ? { namespace } : {}), subresource: "status" },
+        ),
+      );
+      deps.expectations.expect(key, written);
+      return written;
+    },
+    event(type, reason, note) {
+      deps.events?.event(object, { type, reason, action: "Reconcile", ...(note ? { note } : {}) });
+    },
+  };
+}
+
+/** Adds the primary as the controller owner (garbage collection deletes the child with it). */
+function withOwner<U extends KubeObject>(child: U, owner: KubeObject, ownerType: ResourceType): U {
+  const reference = {
+    apiVersion: owner.apiVersion ?? ownerType.apiVersion,
+    kind: owner.kind ?? ownerType.kind,
+    name: owner.metadata?.name ?? "",
+    uid: owner.metadata?.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+  const others = (child.metadata?.ownerReferences ?? []).filter((ref) => ref.uid !== reference.uid);
+  return { ...child, metadata: { ...child.metadata, ownerReferences: [...others, reference] } };
+}

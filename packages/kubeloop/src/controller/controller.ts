@@ -1,0 +1,471 @@
+import { randomUUID } from "node:crypto";
+import { SpanStatusCode, trace } from "@opentelemetry/api";
+import type { Logger } from "pino";
+import type { Informer } from "../cache/informer.js";
+import type { InformerRegistry, InformerScope, SharedInformer } from "../cache/registry.js";
+import type { Client } from "../client/client.js";
+import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
+import type { QueueMetrics } from "../queue/metrics.js";
+import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
+import { type Condition, setCondition } from "../resources/conditions.js";
+import { type CacheReader, createContext, type EventSink, type ReconcileContext } from "./context.js";
+import { type CacheLookup, Expectations, typeKeyOf } from "./expectations.js";
+import type { Change, Predicate } from "./predicates.js";
+import { type ReconcileResult, TerminalError } from "./result.js";
+
+/**
+ * A running controller: informers feed keys into a workqueue; workers take keys, read the latest
+ * object from the cache and call the reconciler; its result decides what happens to the key.
+ *
+ * Guarantees (tested in controller.test.ts):
+ * - a key is never reconciled by two workers at once, and changes during a reconcile cause exactly
+ *   one more (the queue's dirty/processing rules);
+ * - the reconciler always sees the cache's latest object, and never one older than its own last
+ *   write (expectations.ts);
+ * - a thrown error is caught, logged and retried with per-key backoff; it never kills the process
+ *   or another reconcile;
+ * - keys from the initial list go behind fresh changes (low priority), so a restart does not starve them.
+ */
+
+/** Where a key comes from: `{ namespace, name }` of the primary object. */
+export interface Request {
+  namespace?: string | undefined;
+  name: string;
+}
+
+/** A reconciler with no return statement (`async () => {}`) is done, like one returning `done()`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: `void` is what a function without a return statement has.
+type ReconcileReturn = ReconcileResult | undefined | void;
+
+export type Reconciler<T extends KubeObject> = (
+  object: T,
+  context: ReconcileContext<T>,
+) => Promise<ReconcileReturn> | ReconcileReturn;
+
+export type MapFunc<U extends KubeObject> = (object: U) => Request[] | Request | undefined;
+
+/** Something outside Kubernetes that asks for reconciles: an async iterable of requests. */
+export type Source = (signal: AbortSignal) => AsyncIterable<Request>;
+
+export interface ControllerSpec<T extends KubeObject> {
+  name: string;
+  primary: ResourceType<T>;
+  owns: { type: ResourceType; metadataOnly: boolean; labelSelector?: string }[];
+  watches: {
+    type: ResourceType;
+    map: MapFunc<KubeObject>;
+    predicates: Predicate[];
+    labelSelector?: string;
+  }[];
+  sources: Source[];
+  predicates: Predicate<T>[];
+  concurrency: number;
+  /** Restrict every informer of this controller to one namespace. */
+  namespace: string | undefined;
+  reconcile: Reconciler<T>;
+}
+
+/** What the manager hands a controller when it starts it. */
+export interface ControllerEnvironment {
+  client: Client;
+  registry: InformerRegistry;
+  logger: Logger;
+  events?: EventSink;
+  /** Metric hooks (the manager's Prometheus metrics). */
+  metrics?: ControllerMetrics;
+}
+
+export interface ControllerMetrics {
+  queue: QueueMetrics;
+  reconciled(result: "success" | "error" | "requeue" | "requeue_after" | "terminal", seconds: number): void;
+  activeWorkers(delta: number): void;
+  maxConcurrent(value: number): void;
+  registerQueue?(queue: WorkQueue<string>): void;
+}
+
+/**
+ * Node runs reconciles concurrently on one thread; they mostly wait on the API server. One worker
+ * (controller-runtime's default) leaves that waiting serial and slow; unbounded (kube-rs's default)
+ * lets a burst of thousands of keys flood the API server's fair-queuing seats and the heap. Eight
+ * overlap enough API latency to keep up with a few hundred changes a second, and stay polite.
+ */
+export const DEFAULT_CONCURRENCY = 8;
+/** How long a reconcile whose read-your-writes expectation is not met yet waits before a retry. */
+const EXPECTATION_RETRY_MS = 50;
+
+const tracer = trace.getTracer("kubeloop");
+
+export class Controller<T extends KubeObject> {
+  readonly name: string;
+  readonly spec: ControllerSpec<T>;
+  private queue: WorkQueue<string> | undefined;
+  private readonly informers = new Map<string, Informer<KubeObject>>();
+  private readonly shared: SharedInformer<KubeObject>[] = [];
+  private readonly lastKnown = new Map<string, T>();
+  private readonly expectations = new Expectations();
+  private primary: Informer<T> | undefined;
+  private workers: Promise<void>[] = [];
+  private abort = new AbortController();
+  private env: ControllerEnvironment | undefined;
+  private unsubscribe: (() => void)[] = [];
+  private statusSubresource: Promise<boolean> | undefined;
+
+  constructor(spec: ControllerSpec<T>) {
+    this.spec = spec;
+    this.name = spec.name;
+  }
+
+  /** The informers this controller reads (primary, owned, watched), for the manager's health checks. */
+  get allInformers(): Informer<KubeObject>[] {
+    return [...this.informers.values()];
+  }
+
+  /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
+  prepare(env: ControllerEnvironment): void {
+    this.env = env;
+    this.queue = new WorkQueue<string>({ ...(env.metrics ? { metrics: env.metrics.queue } : {}) });
+    env.metrics?.registerQueue?.(this.queue);
+    env.metrics?.maxConcurrent(this.spec.concurrency);
+    const scope: InformerScope = this.spec.namespace ? { namespace: this.spec.namespace } : {};
+    this.primary = this.informerFor(this.spec.primary, scope) as unknown as Informer<T>;
+    this.subscribe(
+      this.primary as unknown as Informer<KubeObject>,
+      this.spec.predicates as Predicate[],
+      (object) => [requestOf(object)],
+    );
+    for (const owned of this.spec.owns) {
+      const informer = this.informerFor(owned.type, {
+        ...scope,
+        metadataOnly: owned.metadataOnly,
+        ...(owned.labelSelector ? { labelSelector: owned.labelSelector } : {}),
+      });
+      this.subscribe(informer, [], (object) => this.ownersOf(object));
+    }
+    for (const watched of this.spec.watches) {
+      const informer = this.informerFor(watched.type, {
+        ...scope,
+        ...(watched.labelSelector ? { labelSelector: watched.labelSelector } : {}),
+      });
+      this.subscribe(informer, watched.predicates, (object) => toArray(watched.map(object)));
+    }
+  }
+
+  /** Starts the workers and the non-Kubernetes sources. Call once the informers have synced. */
+  start(): void {
+    const queue = this.requireQueue();
+    for (const source of this.spec.sources) void this.pump(source, queue);
+    for (let i = 0; i < this.spec.concurrency; i++) this.workers.push(this.work(queue));
+  }
+
+  /**
+   * Stops taking work and waits for reconciles in flight, up to `graceMs`; then aborts their
+   * signal. Informers are released (the registry stops them when nobody else uses them).
+   */
+  async stop(graceMs: number): Promise<void> {
+    for (const off of this.unsubscribe) off();
+    const queue = this.queue;
+    if (queue) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([queue.shutDownWithDrain(), deadline]);
+      clearTimeout(timer);
+      queue.shutDown();
+    }
+    this.abort.abort();
+    await Promise.allSettled(this.workers);
+    await Promise.all(this.shared.map((s) => s.release()));
+  }
+
+  private informerFor(type: ResourceType, scope: InformerScope): Informer<KubeObject> {
+    const key = JSON.stringify([
+      type.apiVersion,
+      type.kind,
+      scope.namespace ?? "",
+      scope.labelSelector ?? "",
+      scope.metadataOnly ?? false,
+    ]);
+    const existing = this.informers.get(key);
+    if (existing) return existing;
+    const shared = this.requireEnv().registry.acquire(type, scope);
+    this.shared.push(shared);
+    this.informers.set(key, shared.informer);
+    this.informers.set(typeKeyOf(type.apiVersion, type.kind), shared.informer);
+    return shared.informer;
+  }
+
+  private subscribe(
+    informer: Informer<KubeObject>,
+    predicates: Predicate[],
+    toRequests: (object: KubeObject) => Request[],
+  ): void {
+    const enqueue = (change: Change, initial: boolean) => {
+      if (!predicates.every((p) => p(change))) return;
+      const requests = toRequests(change.object);
+      // An update can move an object between owners (or mapped keys): both must hear of it.
+      if (change.old && change.type === "updated") requests.push(...toRequests(change.old));
+      const keys = new Set(requests.map(keyOf));
+      for (const key of keys) this.requireQueue().add(key, initial ? LOW_PRIORITY : 0);
+    };
+    const primaryType = informer === (this.primary as unknown as Informer<KubeObject>);
+    this.unsubscribe.push(
+      informer.on({
+        added: (object, { initial }) => enqueue({ type: "added", object }, initial),
+        updated: (old, object, { initial }) => {
+          if (this.isEchoOfOwnWrite(old, object, primaryType)) return;
+          enqueue({ type: "updated", object, old }, initial);
+        },
+        deleted: (object) => {
+          if (primaryType) this.lastKnown.set(objectKey(object), object as T);
+          if (object.apiVersion && object.kind) {
+            this.expectations.observeDeleted(typeKeyOf(object.apiVersion, object.kind), objectKey(object));
+          }
+          enqueue({ type: "deleted", object }, false);
+        },
+      }),
+    );
+  }
+
+  /**
+   * The watch event of a write this controller made is not news: reacting to it would loop on
+   * status writes and cut retry backoff short. It is ours if it has the resourceVersion we wrote,
+   * or if it changes only the primary's status while we are writing that status.
+   */
+  private isEchoOfOwnWrite(old: KubeObject, object: KubeObject, primary: boolean): boolean {
+    const key = objectKey(object);
+    const type = object.apiVersion && object.kind ? typeKeyOf(object.apiVersion, object.kind) : "";
+    if (this.expectations.isOwnWrite(type, key, object.metadata?.resourceVersion)) return true;
+    return primary && this.expectations.isWriting(key) && statusOnlyChange(old, object);
+  }
+
+  /** Owned children map to their controller owner, if it is of the primary kind. */
+  private ownersOf(object: KubeObject): Request[] {
+    const group = groupOf(this.spec.primary.apiVersion);
+    return (object.metadata?.ownerReferences ?? [])
+      .filter(
+        (ref) => ref.controller && ref.kind === this.spec.primary.kind && groupOf(ref.apiVersion) === group,
+      )
+      .map((ref) => ({ namespace: object.metadata?.namespace, name: ref.name }));
+  }
+
+  private async pump(source: Source, queue: WorkQueue<string>): Promise<void> {
+    try {
+      for await (const request of source(this.abort.signal)) queue.add(keyOf(request));
+    } catch (error) {
+      if (!this.abort.signal.aborted)
+        this.requireEnv().logger.error({ controller: this.name, err: error }, "source failed");
+    }
+  }
+
+  private async work(queue: WorkQueue<string>): Promise<void> {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      this.env?.metrics?.activeWorkers(1);
+      try {
+        await this.process(key, queue);
+      } finally {
+        this.env?.metrics?.activeWorkers(-1);
+        queue.done(key);
+      }
+    }
+  }
+
+  private async process(key: string, queue: WorkQueue<string>): Promise<void> {
+    const env = this.requireEnv();
+    const [namespace, name] = splitKey(key);
+    const cached = this.primary?.get(name, namespace);
+    const object = cached ?? this.lastKnown.get(key);
+    if (!object) {
+      // Never seen (deleted before we started): nothing to reconcile; its children go with it (GC).
+      queue.forget(key);
+      return;
+    }
+    if (!this.expectations.satisfied(key, this.lookup)) {
+      queue.addAfter(key, EXPECTATION_RETRY_MS);
+      return;
+    }
+    const reconcileId = randomUUID();
+    const log = env.logger.child({ controller: this.name, namespace, name, reconcileID: reconcileId });
+    const started = performance.now();
+    await tracer.startActiveSpan(`reconcile ${this.name}`, async (span) => {
+      span.setAttributes({ "k8s.controller": this.name, "k8s.namespace": namespace ?? "", "k8s.name": name });
+      try {
+        const context = createContext<T>({
+          controller: this.name,
+          primaryType: this.spec.primary,
+          object,
+          deleted: !cached,
+          reconcileId,
+          client: env.client,
+          cache: this.cacheReader,
+          log,
+          signal: this.abort.signal,
+          expectations: this.expectations,
+          events: env.events,
+        });
+        const result = (await this.spec.reconcile(object, context)) ?? undefined;
+        if (result instanceof TerminalError) throw result;
+        if (!cached) this.lastKnown.delete(key);
+        queue.forget(key);
+        if (result?.kind === "after") {
+          queue.addAfter(key, result.delayMs);
+          this.observe("requeue_after", started);
+        } else {
+          this.observe("success", started);
+        }
+        log.debug({ result: result?.kind ?? "done" }, "reconciled");
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        if (error instanceof TerminalError) {
+          queue.forget(key);
+          this.observe("terminal", started);
+          log.error(
+            { err: error, reason: error.reason },
+            "reconcile failed terminally; not retrying until the object changes",
+          );
+          await this.recordTerminal(object, error, log);
+        } else {
+          queue.addRateLimited(key);
+          this.observe("error", started);
+          const retries = queue.retries(key);
+          log.error({ err: error, retries }, "reconcile failed; retrying with backoff");
+          await this.recordFailure(object, "ReconcileError", (error as Error).message ?? String(error), log);
+        }
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** A terminal error is shown where users look: the Ready condition and a Warning event. */
+  private recordTerminal(object: T, error: TerminalError, log: Logger): Promise<void> {
+    return this.recordFailure(object, error.reason, error.message, log);
+  }
+
+  /**
+   * A failure is shown where users look: a Warning event (repeats fold into one event's series) and
+   * the Ready condition. Our own status write does not wake the key (see expectations.isOwnWrite),
+   * so recording never cuts the backoff short.
+   */
+  private async recordFailure(object: T, reason: string, errorMessage: string, log: Logger): Promise<void> {
+    const env = this.requireEnv();
+    env.events?.event(object, { type: "Warning", reason, action: "Reconcile", note: errorMessage });
+    if (!(await this.hasStatus())) return;
+    const conditions = (object as { status?: { conditions?: Condition[] } }).status?.conditions ?? [];
+    const message = errorMessage.slice(0, 32_768);
+    const ready = conditions.find((c) => c.type === "Ready");
+    // Already recorded: nothing to write.
+    if (ready?.status === "False" && ready.reason === reason && ready.message === message) return;
+    const next = setCondition(conditions, {
+      type: "Ready",
+      status: "False",
+      reason,
+      message,
+      observedGeneration: object.metadata?.generation,
+    });
+    try {
+      const written = await this.expectations.writing(objectKey(object), () =>
+        env.client.patch(
+          this.spec.primary,
+          object.metadata?.name ?? "",
+          { status: { conditions: next } },
+          {
+            ...(object.metadata?.namespace ? { namespace: object.metadata.namespace } : {}),
+            subresource: "status",
+          },
+        ),
+      );
+      this.expectations.expect(objectKey(object), written);
+    } catch (statusError) {
+      log.warn({ err: statusError }, "could not record the failure in the Ready condition");
+    }
+  }
+
+  /** Whether the primary type has a status subresource (custom resources may not; ConfigMaps do not). */
+  private async hasStatus(): Promise<boolean> {
+    this.statusSubresource ??= this.requireEnv()
+      .client.resolve(this.spec.primary)
+      .then((info) => info.subresources.includes("status"))
+      .catch(() => false);
+    return this.statusSubresource;
+  }
+
+  private observe(result: "success" | "error" | "requeue_after" | "terminal", started: number): void {
+    this.env?.metrics?.reconciled(result, (performance.now() - started) / 1000);
+  }
+
+  private readonly lookup: CacheLookup = (typeKey, key) => {
+    const informer = this.informers.get(typeKey);
+    if (!informer) return "unwatched";
+    const [namespace, name] = splitKey(key);
+    return informer.get(name, namespace);
+  };
+
+  private readonly cacheReader: CacheReader = {
+    get: <U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string) =>
+      this.watchedInformer(type).get(name, namespace) as U | undefined,
+    list: <U extends KubeObject>(
+      type: ResourceType<U>,
+      filter?: { namespace?: string; labels?: Record<string, string> },
+    ) => this.watchedInformer(type).list(filter) as U[],
+  };
+
+  private watchedInformer(type: ResourceType): Informer<KubeObject> {
+    const informer = this.informers.get(typeKeyOf(type.apiVersion, type.kind));
+    if (!informer) {
+      throw new Error(
+        `${type.kind} is not cached by controller "${this.name}": add .owns(${type.kind}) or .watches(${type.kind}, …) ` +
+          "so that its changes also trigger reconciles, or read it with ctx.client.",
+      );
+    }
+    return informer;
+  }
+
+  private requireQueue(): WorkQueue<string> {
+    if (!this.queue) throw new Error(`controller "${this.name}" is not prepared`);
+    return this.queue;
+  }
+
+  private requireEnv(): ControllerEnvironment {
+    if (!this.env) throw new Error(`controller "${this.name}" is not prepared`);
+    return this.env;
+  }
+}
+
+/** Only `status` (and bookkeeping) differs: no spec, label, annotation, owner or finalizer change. */
+function statusOnlyChange(old: KubeObject, object: KubeObject): boolean {
+  const a = old.metadata ?? {};
+  const b = object.metadata ?? {};
+  return (
+    a.generation === b.generation &&
+    a.deletionTimestamp === b.deletionTimestamp &&
+    JSON.stringify([a.labels, a.annotations, a.finalizers, a.ownerReferences]) ===
+      JSON.stringify([b.labels, b.annotations, b.finalizers, b.ownerReferences])
+  );
+}
+
+export function keyOf(request: Request): string {
+  return request.namespace ? `${request.namespace}/${request.name}` : request.name;
+}
+
+function splitKey(key: string): [string | undefined, string] {
+  const slash = key.indexOf("/");
+  return slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+function requestOf(object: KubeObject): Request {
+  return { namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" };
+}
+
+function toArray(value: Request[] | Request | undefined): Request[] {
+  if (!value) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf("/");
+  return slash < 0 ? "" : apiVersion.slice(0, slash);
+}

@@ -1,0 +1,31 @@
+/**
+ * `kubeloop/controller`: the reconcile loop. Build a controller with {@link controller}, return
+ * {@link done}, {@link after} or throw (backoff) / {@link terminal} (no retry), and give it to a Manager.
+ *
+ * @example
+ * ```ts
+ * import { controller, done } from "kubeloop/controller";
+ * import { ConfigMap } from "kubeloop/k8s";
+ *
+ * const echo = controller(ConfigMap).reconcile(async (cm, ctx) => {
+ *   ctx.log.info({ keys: Object.keys(cm.data ?? {}) }, "seen");
+ *   return done();
+ * });
+ * ```
+ */
+export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
+export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
+export {
+  Controller,
+  type ControllerEnvironment,
+  type ControllerMetrics,
+  type ControllerSpec,
+  DEFAULT_CONCURRENCY,
+  type MapFunc,
+  type Reconciler,
+  type Request,
+  type Source,
+} from "./controller.js";
+export { EXPECTATION_TIMEOUT_MS } from "./expectations.js";
+export * from "./predicates.js";
+export * from "./result.js";

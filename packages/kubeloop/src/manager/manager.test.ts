@@ -1,0 +1,176 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../test/helpers.js";
+import { Client } from "../client/client.js";
+import { type KubeObject, resourceType } from "../client/types.js";
+import { controller } from "../controller/builder.js";
+import type { Condition } from "../resources/conditions.js";
+import { ControlPlane } from "../testing/control-plane.js";
+import { Manager } from "./manager.js";
+
+interface CounterObject extends KubeObject {
+  status?: { conditions?: Condition[] };
+}
+const Counter = resourceType<CounterObject>("test.kubeloop.dev/v1", "Counter");
+const logger = pino({ level: "silent" });
+
+let plane: ControlPlane;
+let client: Client;
+
+beforeAll(async () => {
+  plane = await new ControlPlane({
+    crds: [join(import.meta.dirname, "../../test/fixtures/controller/counters.yaml")],
+  }).start();
+  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+});
+afterAll(async () => {
+  await client?.close();
+  await plane?.stop();
+});
+
+describe("Manager", () => {
+  it("backs off a reconciler that keeps failing, and reports it in a condition, an event and /metrics", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "failing" } });
+    await client.create({
+      apiVersion: "test.kubeloop.dev/v1",
+      kind: "Counter",
+      metadata: { name: "broken", namespace: "failing" },
+    });
+    const attempts: number[] = [];
+    const manager = new Manager({
+      client,
+      logger,
+      probes: { port: 0 },
+      metrics: { port: 0 },
+      handleSignals: false,
+    });
+    manager.add(
+      controller(Counter)
+        .named("always-fails")
+        .inNamespace("failing")
+        .reconcile(() => {
+          attempts.push(performance.now());
+          throw new Error("the backend is down");
+        }),
+    );
+    const running = manager.start();
+    await manager.ready;
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // 5 ms × 2ⁿ: about ten attempts fit in 2.5 s; without backoff there would be thousands.
+    expect(attempts.length).toBeGreaterThanOrEqual(6);
+    expect(attempts.length).toBeLessThanOrEqual(12);
+    const counter = await client.get(Counter, "broken", { namespace: "failing" });
+    expect(counter.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({
+      status: "False",
+      reason: "ReconcileError",
+      message: "the backend is down",
+    });
+    await until(
+      async () => {
+        const events = await client.list(
+          resourceType<KubeObject & { reason?: string; series?: { count: number } }>(
+            "events.k8s.io/v1",
+            "Event",
+          ),
+          {
+            namespace: "failing",
+          },
+        );
+        return events.items.some((e) => e.reason === "ReconcileError");
+      },
+      10_000,
+      "a Warning event",
+    );
+    const metrics = await (await fetch(`http://127.0.0.1:${manager.ports.metrics}/metrics`)).text();
+    expect(metrics).toMatch(
+      /controller_runtime_reconcile_errors_total\{controller="always-fails"\} ([6-9]|1[0-2])/,
+    );
+    expect(metrics).toMatch(/workqueue_retries_total\{name="always-fails",controller="always-fails"\} \d+/);
+    await manager.stop();
+    await running;
+  });
+
+  it("is not ready while its primary watch is forbidden, and fails to start naming the cause", async () => {
+    const limited = await Client.connect({
+      kubeconfig: plane.kubeconfigPath,
+      impersonate: { user: "system:serviceaccount:default:no-rights", groups: ["system:authenticated"] },
+    });
+    const manager = new Manager({
+      client: limited,
+      logger,
+      probes: { port: 0 },
+      metrics: false,
+      cacheSyncTimeoutMs: 3_000,
+      handleSignals: false,
+    });
+    manager.add(
+      controller(Counter)
+        .named("forbidden")
+        .reconcile(() => undefined),
+    );
+    const running = manager.start();
+    let body = "";
+    await until(
+      async () => {
+        const port = manager.ports.probes;
+        if (!port) return false;
+        const response = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
+        body = await response.text();
+        return response.status === 500 && body.includes("forbidden");
+      },
+      10_000,
+      "/readyz to report the forbidden watch",
+    );
+    expect(body).toContain("[-]informers failed");
+    await expect(running).rejects.toThrow(
+      /Caches did not sync within 3s:\n {2}Counter: .*cannot list resource "counters"/,
+    );
+    await limited.close();
+  });
+
+  it("finishes a slow reconcile on SIGTERM, releases its lease, and exits 0", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "slow" } });
+    const script = join(import.meta.dirname, "../../test/scripts/slow-operator.mjs");
+    const child = spawn(process.execPath, [script], {
+      env: {
+        ...process.env,
+        KUBECONFIG: plane.kubeconfigPath,
+        SLOW_MS: "2000",
+        LEASE_NAMESPACE: "slow",
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const lease = resourceType<KubeObject & { spec?: { holderIdentity?: string } }>(
+      "coordination.k8s.io/v1",
+      "Lease",
+    );
+    await until(
+      async () => {
+        const found = await client.get(lease, "slow-operator", { namespace: "slow" }).catch(() => undefined);
+        return Boolean(found?.spec?.holderIdentity);
+      },
+      20_000,
+      "leadership",
+    );
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "heavy", namespace: "slow", labels: { slow: "true" } },
+    });
+    await until(() => stderr.includes("reconcile started heavy"), 10_000, "the slow reconcile");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(stderr).toContain("reconcile finished heavy");
+    expect(stderr.indexOf("reconcile finished heavy")).toBeLessThan(stderr.indexOf("manager returned"));
+    const released = await client.get(lease, "slow-operator", { namespace: "slow" });
+    expect(released.spec?.holderIdentity ?? "").toBe("");
+  });
+});

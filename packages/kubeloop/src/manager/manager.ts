@@ -1,0 +1,358 @@
+import { existsSync, readFileSync } from "node:fs";
+import { type Logger, pino } from "pino";
+import { InformerRegistry } from "../cache/registry.js";
+import { Client } from "../client/client.js";
+import { loadConfig } from "../client/config.js";
+import type { KubeObject } from "../client/types.js";
+import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/controller.js";
+import { EventRecorder } from "../resources/events.js";
+import { HealthServer } from "./health.js";
+import { LeaderElector } from "./leader-election.js";
+import { Metrics } from "./metrics.js";
+
+/**
+ * The manager runs controllers as one process: a client, shared informers, leader election,
+ * health probes, Prometheus metrics, events, logs, and an orderly shutdown.
+ *
+ * Start-up: probes and metrics listen → informers start and sync (warm caches, also on standby
+ * replicas) → leadership is won (if elected) → controllers start. Shutdown (SIGTERM/SIGINT or
+ * `stop()`): controllers stop taking work and finish what they hold (up to the grace period) →
+ * the lease is released → informers, events and servers close → `start()` resolves.
+ *
+ * @example
+ * ```ts
+ * import { Manager } from "kubeloop/manager";
+ * await new Manager({ leaderElection: { id: "nginx-operator" } }).add(nginxController).start();
+ * ```
+ */
+
+export interface ManagerOptions {
+  /** A ready client; by default one is made from the kubeconfig (or the pod's service account). */
+  client?: Client;
+  /** The kubeconfig file to load when no client is given. */
+  kubeconfig?: string;
+  /** Elect one active replica through a Lease; `false` runs the controllers at once. Default false. */
+  leaderElection?:
+    | false
+    | {
+        /** The Lease's name, e.g. `nginx-operator`. */
+        id: string;
+        /** Default: `$POD_NAMESPACE`, the service account's namespace, or the kubeconfig's. */
+        namespace?: string;
+        /** Release the Lease on shutdown so a standby takes over at once. Default true. */
+        releaseOnShutdown?: boolean;
+        leaseDurationMs?: number;
+        renewDeadlineMs?: number;
+        retryPeriodMs?: number;
+      };
+  /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
+  probes?: false | { port?: number; host?: string };
+  /** `/metrics`. Default port 8080 (controller-runtime's); the probes' port to share it; `false` for none. */
+  metrics?: false | { port?: number; host?: string };
+  /** A pino logger. Default: JSON on stdout at `$LOG_LEVEL` (default `info`). */
+  logger?: Logger;
+  /** How long informers may take to sync before start fails with their errors. Default 2 minutes. */
+  cacheSyncTimeoutMs?: number;
+  /** How long reconciles in flight may finish on shutdown. Default 30 s. */
+  gracefulShutdownMs?: number;
+  /** Stop gracefully on SIGTERM and SIGINT. Default true. */
+  handleSignals?: boolean;
+  /**
+   * Called when leadership is lost: reconciling has already stopped. Default: log and exit the
+   * process with code 1, so the pod restarts as a standby (controller-runtime does the same).
+   */
+  onLeadershipLost?: (error: Error) => void;
+}
+
+/** controller-runtime's CacheSyncTimeout default. */
+export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
+/** controller-runtime's GracefulShutdownTimeout default. */
+export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+export const DEFAULT_METRICS_PORT = 8080;
+export const DEFAULT_PROBES_PORT = 8081;
+
+export class Manager {
+  readonly logger: Logger;
+  readonly metrics = new Metrics();
+  private readonly options: ManagerOptions;
+  private readonly controllers: Controller<KubeObject>[] = [];
+  private readonly recorders: EventRecorder[] = [];
+  private probeServer: HealthServer | undefined;
+  private metricsServer: HealthServer | undefined;
+  private clientInstance: Client | undefined;
+  private ownsClient = false;
+  private registryInstance: InformerRegistry | undefined;
+  private elector: LeaderElector | undefined;
+  private controllersStarted = false;
+  private stopping: Promise<void> | undefined;
+  private resolveStopped!: () => void;
+  private readonly stopped = new Promise<void>((resolve) => {
+    this.resolveStopped = resolve;
+  });
+  private resolveReady!: () => void;
+  /** Resolves once the caches have synced and the controllers run (as leader, if elected). */
+  readonly ready = new Promise<void>((resolve) => {
+    this.resolveReady = resolve;
+  });
+
+  constructor(options: ManagerOptions = {}) {
+    this.options = options;
+    this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? "info" });
+  }
+
+  get client(): Client {
+    if (!this.clientInstance) throw new Error("The manager has not started: no client yet");
+    return this.clientInstance;
+  }
+
+  get registry(): InformerRegistry {
+    if (!this.registryInstance) throw new Error("The manager has not started: no informers yet");
+    return this.registryInstance;
+  }
+
+  /** The ports the probe and metrics servers listen on (useful with port 0). */
+  get ports(): { probes?: number; metrics?: number } {
+    const metrics = this.metricsServer ?? (this.sharesPort ? this.probeServer : undefined);
+    return {
+      ...(this.probeServer ? { probes: this.probeServer.port } : {}),
+      ...(metrics ? { metrics: metrics.port } : {}),
+    };
+  }
+
+  private get sharesPort(): boolean {
+    const probes = this.options.probes;
+    const metrics = this.options.metrics;
+    if (probes === false || metrics === false) return false;
+    const probePort = probes?.port ?? DEFAULT_PROBES_PORT;
+    return probePort !== 0 && probePort === (metrics?.port ?? DEFAULT_METRICS_PORT);
+  }
+
+  get isLeader(): boolean {
+    return this.elector ? this.elector.isLeader : this.controllersStarted;
+  }
+
+  add<T extends KubeObject>(controller: Controller<T>): this {
+    if (this.controllers.some((c) => c.name === controller.name)) {
+      throw new Error(
+        `A controller named "${controller.name}" was already added: give each a unique .named(…)`,
+      );
+    }
+    this.controllers.push(controller as unknown as Controller<KubeObject>);
+    return this;
+  }
+
+  /** Runs until stopped (signal or `stop()`); rejects if start-up fails. */
+  async start(): Promise<void> {
+    if (this.options.handleSignals ?? true) this.handleSignals();
+    try {
+      await this.startUp();
+    } catch (error) {
+      this.logger.error({ err: error }, "manager failed to start");
+      await this.stop();
+      throw error;
+    }
+    await this.stopped;
+  }
+
+  /** Stops gracefully; safe to call more than once. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutDown();
+    return this.stopping;
+  }
+
+  private async startUp(): Promise<void> {
+    const client = await this.makeClient();
+    const registry = new InformerRegistry(client);
+    this.registryInstance = registry;
+    await this.startServers();
+    for (const controller of this.controllers) {
+      const recorder = new EventRecorder(client, {
+        reportingController: controller.name,
+        onError: (error) =>
+          this.logger.warn({ err: error, controller: controller.name }, "could not record an event"),
+      });
+      this.recorders.push(recorder);
+      controller.prepare({
+        client,
+        registry,
+        logger: this.logger,
+        events: recorder,
+        metrics: this.controllerHooks(controller),
+      });
+    }
+    await this.waitForSync(registry);
+    this.logger.info({ informers: registry.informers.length }, "caches synced");
+    const election = this.options.leaderElection;
+    if (!election) {
+      this.startControllers();
+      return;
+    }
+    const namespace = election.namespace ?? defaultNamespace(client);
+    this.elector = new LeaderElector({
+      client,
+      name: election.id,
+      namespace,
+      releaseOnCancel: election.releaseOnShutdown ?? true,
+      ...(election.leaseDurationMs ? { leaseDurationMs: election.leaseDurationMs } : {}),
+      ...(election.renewDeadlineMs ? { renewDeadlineMs: election.renewDeadlineMs } : {}),
+      ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
+      metrics: this.metrics.leaderElection(election.id),
+      onStartedLeading: () => {
+        this.logger.info(
+          { lease: `${namespace}/${election.id}`, identity: this.elector?.identity },
+          "became leader",
+        );
+        this.startControllers();
+      },
+      onNewLeader: (identity) => this.logger.info({ leader: identity }, "new leader elected"),
+      onStoppedLeading: (event) => {
+        if (event.lost) void this.leadershipLost(event.error);
+      },
+      onError: (error) => this.logger.warn({ err: error }, "leader election"),
+    });
+    this.logger.info(
+      { lease: `${namespace}/${election.id}`, identity: this.elector.identity },
+      "waiting for leadership",
+    );
+    void this.elector.run();
+  }
+
+  private async makeClient(): Promise<Client> {
+    if (this.options.client) {
+      this.clientInstance = this.options.client;
+      return this.options.client;
+    }
+    const config = await loadConfig(this.options.kubeconfig ? { kubeconfig: this.options.kubeconfig } : {});
+    this.clientInstance = new Client(config, { onResponse: this.metrics.restClient(config.server) });
+    this.ownsClient = true;
+    this.logger.info({ server: config.server, source: config.source }, "connected");
+    return this.clientInstance;
+  }
+
+  private async startServers(): Promise<void> {
+    const { probes, metrics } = this.options;
+    if (probes !== false) {
+      const server = new HealthServer({
+        port: probes?.port ?? DEFAULT_PROBES_PORT,
+        ...(probes?.host ? { host: probes.host } : {}),
+        ...(this.sharesPort ? { metrics: this.metrics } : {}),
+      });
+      server.addHealthCheck("ping", () => {});
+      server.addReadyCheck("informers", () => this.checkInformers());
+      await server.start();
+      this.probeServer = server;
+    }
+    if (metrics !== false && !this.sharesPort) {
+      const server = new HealthServer({
+        port: metrics?.port ?? DEFAULT_METRICS_PORT,
+        metrics: this.metrics,
+        probes: false,
+        ...(metrics?.host ? { host: metrics.host } : {}),
+      });
+      await server.start();
+      this.metricsServer = server;
+    }
+  }
+
+  /** Ready means: every informer synced and its watch healthy (a Forbidden watch is not ready). */
+  private checkInformers(): void {
+    for (const informer of this.registryInstance?.informers ?? []) {
+      const { synced, lastError } = informer.health;
+      const name = `${informer.type.kind} (${informer.type.apiVersion})`;
+      if (lastError) throw new Error(`${name}: ${lastError.message}`);
+      if (!synced) throw new Error(`${name}: not synced yet`);
+    }
+  }
+
+  private async waitForSync(registry: InformerRegistry): Promise<void> {
+    const timeoutMs = this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    });
+    const result = await Promise.race([registry.waitForSync(), timeout]);
+    clearTimeout(timer);
+    if (result !== "timeout") return;
+    const causes = registry.informers
+      .filter((informer) => !informer.isSynced)
+      .map(
+        (informer) =>
+          `${informer.type.kind}: ${informer.health.lastError?.message ?? "no answer from the API server"}`,
+      );
+    throw new Error(`Caches did not sync within ${timeoutMs / 1000}s:\n  ${causes.join("\n  ")}`);
+  }
+
+  private startControllers(): void {
+    if (this.controllersStarted || this.stopping) return;
+    this.controllersStarted = true;
+    for (const controller of this.controllers) controller.start();
+    this.logger.info({ controllers: this.controllers.map((c) => c.name) }, "controllers started");
+    this.resolveReady();
+  }
+
+  /** Leadership is gone: another replica may already act, so stop reconciling now, without grace. */
+  private async leadershipLost(error: Error): Promise<void> {
+    this.logger.error({ err: error }, "leadership lost; stopping");
+    await Promise.all(this.controllers.map((c) => c.stop(0)));
+    const handler =
+      this.options.onLeadershipLost ??
+      (() => {
+        process.exit(1);
+      });
+    handler(error);
+  }
+
+  private async shutDown(): Promise<void> {
+    this.logger.info("shutting down");
+    const grace = this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
+    await Promise.all(this.controllers.map((c) => c.stop(grace)));
+    await this.elector?.stop();
+    await this.registryInstance?.stopAll();
+    await Promise.all(this.recorders.map((r) => r.close()));
+    await Promise.all([this.probeServer?.close(), this.metricsServer?.close()]);
+    if (this.ownsClient) await this.clientInstance?.close();
+    this.logger.info("stopped");
+    this.resolveStopped();
+  }
+
+  private controllerHooks(controller: Controller<KubeObject>): ControllerHooks {
+    const metrics = this.metrics.controller(controller.name);
+    const queue = this.metrics.workqueue(controller.name);
+    let active = 0;
+    return {
+      queue,
+      reconciled: (result, seconds) =>
+        metrics.reconciled(result === "terminal" ? "terminal_error" : result, seconds),
+      activeWorkers: (delta) => {
+        active += delta;
+        metrics.workers(active);
+      },
+      maxConcurrent: (value) => metrics.maxConcurrent(value),
+      registerQueue: (workqueue) => {
+        queue.observe(workqueue);
+      },
+    };
+  }
+
+  private handleSignals(): void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      this.logger.info({ signal }, "signal received");
+      void this.stop();
+    };
+    process.once("SIGTERM", onSignal);
+    process.once("SIGINT", onSignal);
+    void this.stopped.then(() => {
+      process.removeListener("SIGTERM", onSignal);
+      process.removeListener("SIGINT", onSignal);
+    });
+  }
+}
+
+const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/** The namespace an operator runs in: the Downward API's, the service account's, or the kubeconfig's. */
+function defaultNamespace(client: Client): string {
+  if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
+  if (existsSync(SERVICE_ACCOUNT_NAMESPACE)) return readFileSync(SERVICE_ACCOUNT_NAMESPACE, "utf8").trim();
+  return client.defaultNamespace;
+}

@@ -1,0 +1,102 @@
+/**
+ * `kubeloop/resources`: the helpers every reconcile needs. Owner references, status conditions,
+ * status writes, finalizers (safe against concurrent writers), owned server-side apply and
+ * create-or-update, and an events.k8s.io/v1 event recorder with series and rate limits.
+ *
+ * @example
+ * ```ts
+ * import { Client } from "kubeloop/client";
+ * import { ConfigMap } from "kubeloop/k8s";
+ * import { applyOwned, EventRecorder, handleFinalizer, patchStatus, setCondition } from "kubeloop/resources";
+ *
+ * const client = await Client.connect();
+ * const recorder = new EventRecorder(client, { reportingController: "example.com/settings" });
+ * const owner = await client.get(ConfigMap, "settings", { namespace: "default" });
+ *
+ * const finalizer = await handleFinalizer(client, owner, "example.com/cleanup", async () => {
+ *   // release what the object holds outside the cluster
+ * });
+ * if (finalizer.state === "added" || finalizer.state === "present") {
+ *   await applyOwned(
+ *     client,
+ *     { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings-copy", namespace: "default" }, data: owner.data },
+ *     finalizer.object,
+ *     { fieldManager: "example.com/settings" },
+ *   );
+ *   recorder.event(owner, { type: "Normal", reason: "Copied", action: "Apply", note: "settings-copy is up to date" });
+ * }
+ * await recorder.close();
+ * await client.close();
+ * ```
+ */
+export {
+  type ApplyOwnedOptions,
+  applyOwned,
+  type CreateOrUpdateOptions,
+  type CreateOrUpdateResult,
+  createOrUpdate,
+  type Mutate,
+  type Operation,
+} from "./apply.js";
+export {
+  CONDITION_REASON_PATTERN,
+  CONDITION_TYPE_PATTERN,
+  type Condition,
+  type ConditionInput,
+  type ConditionStatus,
+  findCondition,
+  isFalse,
+  isTrue,
+  MAX_CONDITION_MESSAGE_LENGTH,
+  MAX_CONDITION_REASON_LENGTH,
+  MAX_CONDITION_TYPE_LENGTH,
+  removeCondition,
+  setCondition,
+} from "./conditions.js";
+export { AlreadyOwned, InvalidCondition, InvalidEvent, InvalidOwnerReference } from "./errors.js";
+export {
+  CLUSTER_EVENTS_NAMESPACE,
+  DEFAULT_EVENT_BURST,
+  DEFAULT_EVENT_REFILL_MS,
+  DEFAULT_FLUSH_INTERVAL_MS,
+  DEFAULT_SERIES_WINDOW_MS,
+  type EventInput,
+  EventRecorder,
+  type EventRecorderOptions,
+  type EventRecorderStats,
+  type EventType,
+  MAX_EVENT_FIELD_LENGTH,
+  MAX_EVENT_NOTE_BYTES,
+  MAX_PENDING_EVENT_WRITES,
+  MAX_TRACKED_EVENTS,
+} from "./events.js";
+export {
+  addFinalizer,
+  type FinalizerOptions,
+  type FinalizerResult,
+  handleFinalizer,
+  hasFinalizer,
+  isDeleting,
+  removeFinalizer,
+} from "./finalizers.js";
+export {
+  controllerOf,
+  controllerReference,
+  isControlledBy,
+  isOwnedBy,
+  type OwnerReference,
+  type OwnerReferenceOptions,
+  ownerReference,
+  removeOwnerReference,
+  setControllerReference,
+  setOwnerReference,
+} from "./owner-references.js";
+export { CONFLICT_RETRY_PAUSE_MS, DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
+export {
+  type ApplyStatusOptions,
+  applyStatus,
+  type PatchStatusOptions,
+  patchStatus,
+  type StatusOf,
+  type StatusPatch,
+} from "./status.js";
