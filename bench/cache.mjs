@@ -1,10 +1,10 @@
 // The cache's figures: heap per cached object and time to sync, for ConfigMaps (1 KiB of data)
 // and realistic Pods (~4.5 KB as the server returns them, managedFields included), full and
 // metadata-only; and watch events processed per second.
-// Run: npm run bench:cache [-- --counts 10000,50000]
+// Run: npm run bench:cache [-- --counts 10000,50000] (or npm run bench for all data-path benchmarks)
 // Heap per object = (heap after sync − heap before) / objects, after full GCs, each in a fresh process.
 // Sync is compared with `kubectl get --raw` reading the same list (the floor: bytes only, no parsing).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { cpus, totalmem } from "node:os";
 import { parseArgs } from "node:util";
 import { Informer } from "kubeloop/cache";
@@ -116,17 +116,23 @@ async function fill(client, count, make) {
   );
 }
 
+/**
+ * Runs one measurement in a child process, asynchronously: a blocked event loop would let the
+ * client's idle keep-alive connections go stale unnoticed.
+ */
 function measure(kubeconfig, kind, ns, mode, strategy) {
-  const result = spawnSync(
-    process.execPath,
-    ["--expose-gc", measureScript, kubeconfig, kind, ns, mode, strategy],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  if (result.status !== 0) throw new Error(`measurement failed: ${kind} ${mode} ${strategy}`);
-  return JSON.parse(result.stdout);
+  return new Promise((resolve, reject) => {
+    const args = ["--expose-gc", measureScript, kubeconfig, kind, ns, mode, strategy];
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("exit", (code) => {
+      if (code === 0) resolve(JSON.parse(out));
+      else reject(new Error(`measurement failed: ${kind} ${mode} ${strategy}`));
+    });
+  });
 }
 
 function kubectlRaw(kubeconfig, path) {
@@ -144,9 +150,9 @@ function kubectlRaw(kubeconfig, path) {
   return median(times);
 }
 
-/** Watch throughput: N updates written with 64 in flight; the informer must see every one. */
+/** Watch throughput: N updates of 500 objects written with 64 in flight; the informer must see every one. */
 async function watchThroughput(client, ns, updates) {
-  await client.create(configMap(ns, 0));
+  for (let i = 0; i < 500; i++) await client.create(configMap(ns, i));
   const informer = new Informer(client, ConfigMap, { namespace: ns });
   let seen = 0;
   informer.on({ updated: () => seen++ });
@@ -158,7 +164,7 @@ async function watchThroughput(client, ns, updates) {
     Array.from({ length: 64 }, async () => {
       while (next < updates) {
         const i = next++;
-        await client.patch(ConfigMap, "cm-0", { data: { i: String(i) } }, { namespace: ns });
+        await client.patch(ConfigMap, `cm-${i % 500}`, { data: { i: String(i) } }, { namespace: ns });
       }
     }),
   );
@@ -194,7 +200,8 @@ try {
         ["watchlist", "full", "watchlist"],
         ["meta", "metadata", "list"],
       ]) {
-        const runs = [0, 1, 2].map(() => measure(plane.kubeconfigPath, kind, ns, mode, strategy));
+        const runs = [];
+        for (let i = 0; i < 3; i++) runs.push(await measure(plane.kubeconfigPath, kind, ns, mode, strategy));
         row[key] = {
           syncSeconds: median(runs.map((r) => r.syncSeconds)),
           bytesPerObject: median(runs.map((r) => r.bytesPerObject)),

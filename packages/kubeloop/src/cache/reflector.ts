@@ -14,7 +14,7 @@ import type { KubeObject, ResourceType } from "../client/types.js";
  *
  * A failed LIST (Forbidden, unknown kind, server down) is reported through `onError` and retried
  * with the same backoff, so an operator whose RBAC is fixed later recovers without a restart.
- * The initial state comes from one LIST answered by the watch cache and parsed as it streams in
+ * The initial state comes from one consistent LIST, parsed as it streams in
  * (or from consistent pages, or from a streaming watch with `sendInitialEvents`, if configured).
  */
 
@@ -32,8 +32,8 @@ export interface ReflectorOptions {
   fieldSelector?: string;
   metadataOnly?: boolean;
   /**
-   * Page size of a LIST. Default 0: one streamed response from the watch cache (resourceVersion
-   * "0"). Set it to read consistent pages from etcd instead, e.g. on servers without a watch cache.
+   * Page size of a LIST. Default 0: one consistent, streamed response (from the watch cache on
+   * Kubernetes ≥ 1.31). Set it to read pages instead, e.g. to bound memory on older servers.
    */
   pageSize?: number;
   /**
@@ -143,9 +143,10 @@ export class Reflector<T extends KubeObject> {
   }
 
   /**
-   * Reads the full state. Unpaged (the default) it asks for resourceVersion "0", which the API
-   * server answers from its watch cache, as client-go's reflector does, and streams the response;
-   * with `pageSize` it reads consistent pages of that size instead.
+   * Reads the full state with a consistent read (no resourceVersion), streamed. Since Kubernetes
+   * 1.31 the API server answers it from its watch cache after checking with etcd that the cache is
+   * current, so it is as cheap as client-go's resourceVersion "0" without that answer's staleness
+   * (an object created just before could be missing from it). With `pageSize`, consistent pages.
    */
   private async list(signal: AbortSignal): Promise<void> {
     this.stats.lists++;
@@ -161,7 +162,7 @@ export class Reflector<T extends KubeObject> {
         ...this.selectors(),
         signal,
         ...(this.options.metadataOnly ? { metadataOnly: true } : {}),
-        ...(pageSize > 0 ? { limit: pageSize } : { resourceVersion: "0" }),
+        ...(pageSize > 0 ? { limit: pageSize } : {}),
         ...(token ? { continue: token } : {}),
       };
       const head = await this.client.listEach(this.type, options, onItem);

@@ -4,11 +4,12 @@ import type { ListMeta } from "./types.js";
  * Reads a List response (`{"kind":…,"metadata":{…},"items":[{…},{…}]}`) as it arrives, handing
  * out each item as soon as its closing brace is in, instead of waiting for the whole body and
  * parsing tens of megabytes at once. Parsing then overlaps the transfer, and the client never holds
- * the full response text: only the item being read and the current chunk.
+ * the full response: only the item being read and the current chunk.
  *
- * Measured on 50,000 ConfigMaps (69 MB): 0.78–0.94 s to the last item, against 1.06–1.61 s for
- * reading the body and `JSON.parse` of it whole, and 0.57–0.75 s for `kubectl get --raw` to read
- * the bytes only (bench/cache.mjs).
+ * The structure is found by scanning bytes, not decoded text: JSON's structural characters are
+ * ASCII, and no byte of a multi-byte UTF-8 character is below 0x80, so they cannot be mistaken for
+ * one. Only each item's bytes are decoded, once, right before `JSON.parse`. (Scanning the decoded
+ * string instead cost one more full copy of the body and was about 25% slower on 50,000 ConfigMaps.)
  */
 
 /** A list's fields other than its items (wherever they stand: built-ins put metadata first, custom resources last). */
@@ -18,65 +19,68 @@ export interface ListHead {
   metadata: ListMeta;
 }
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const OPEN_BRACE = 123;
-const CLOSE_BRACE = 125;
-const OPEN_BRACKET = 91;
-const CLOSE_BRACKET = 93;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const ITEMS_KEY = Buffer.from('"items"');
 
 /** Calls `onItem` with every parsed item, in order; resolves with the list's kind and metadata. */
 export async function parseListStream(
   chunks: AsyncIterable<Uint8Array>,
   onItem: (item: unknown) => void,
 ): Promise<ListHead> {
-  const decoder = new TextDecoder("utf-8");
-  let text = "";
-  let pos = 0; // next character to scan
+  let buffer: Buffer = Buffer.alloc(0); // unconsumed bytes
+  let pos = 0; // next byte to scan in `buffer`
   let depth = 0; // open braces and brackets around `pos`
   let inString = false;
   let escaped = false;
-  let stringStart = -1; // where the current top-level string began (to read keys)
-  let lastTopKey = ""; // the last string read at depth 1
-  let itemsDepth = -1; // depth inside the `items` array, or -1 outside it
+  let keyStart = -1; // where the current depth-1 string began (keys are read there)
+  let lastKeyIsItems = false;
+  let itemsDepth = -1; // depth inside the `items` array, or -1 before it (-2 after it)
   let itemStart = -1; // where the item being read began
-  let head = ""; // the text before `"items":[`
-  let headDone = false;
-  let tailStart = -1; // where the items array's `]` is in `text`, once it has closed
+  const outside: Buffer[] = []; // the bytes that are not items: head and tail
+  let outsideStart = 0; // where the not-yet-saved outside bytes begin in `buffer`
 
   const scan = () => {
-    for (; pos < text.length; pos++) {
-      const c = text.charCodeAt(pos);
+    const bytes = buffer;
+    const length = bytes.length;
+    for (; pos < length; pos++) {
+      const c = bytes[pos] as number;
       if (inString) {
         if (escaped) escaped = false;
         else if (c === BACKSLASH) escaped = true;
         else if (c === QUOTE) {
           inString = false;
-          if (depth === 1 && stringStart >= 0) lastTopKey = text.slice(stringStart + 1, pos);
+          if (keyStart >= 0) {
+            lastKeyIsItems =
+              pos + 1 - keyStart === ITEMS_KEY.length &&
+              bytes.compare(ITEMS_KEY, 0, ITEMS_KEY.length, keyStart, pos + 1) === 0;
+            keyStart = -1;
+          }
         }
         continue;
       }
       if (c === QUOTE) {
         inString = true;
-        stringStart = depth === 1 ? pos : -1;
+        keyStart = depth === 1 ? pos : -1;
       } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         depth++;
-        if (c === OPEN_BRACKET && depth === 2 && lastTopKey === "items" && itemsDepth < 0) {
+        if (c === OPEN_BRACKET && depth === 2 && lastKeyIsItems && itemsDepth === -1) {
           itemsDepth = depth;
-          if (!headDone) {
-            head = text.slice(0, pos);
-            headDone = true;
-          }
+          outside.push(bytes.subarray(outsideStart, pos + 1)); // …"items":[
         } else if (c === OPEN_BRACE && depth === itemsDepth + 1) {
           itemStart = pos;
         }
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         if (c === CLOSE_BRACE && depth === itemsDepth + 1 && itemStart >= 0) {
-          onItem(JSON.parse(text.slice(itemStart, pos + 1)));
+          onItem(JSON.parse(bytes.toString("utf8", itemStart, pos + 1)));
           itemStart = -1;
         } else if (c === CLOSE_BRACKET && depth === itemsDepth) {
-          itemsDepth = -2; // done: `items` appears once
-          tailStart = pos;
+          itemsDepth = -2; // `items` appears once
+          outsideStart = pos; // the tail starts with this `]`
         }
         depth--;
       }
@@ -84,29 +88,29 @@ export async function parseListStream(
   };
 
   for await (const chunk of chunks) {
-    text += decoder.decode(chunk, { stream: true });
+    buffer =
+      buffer.length === 0
+        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        : Buffer.concat([buffer, chunk]);
     scan();
-    // Keep only what is still needed: the item being read, or nothing inside the items array;
-    // before the array, everything (the head is small).
-    if (headDone) {
-      const keep = tailStart >= 0 ? tailStart : itemStart >= 0 ? itemStart : pos;
-      if (keep > 0) {
-        text = text.slice(keep);
-        pos -= keep;
-        if (itemStart >= 0) itemStart = 0;
-        if (tailStart >= 0) tailStart = 0;
-        stringStart = -1;
-      }
+    // Drop what is consumed. Inside the items array keep only the item being read; outside it,
+    // save the scanned bytes (the head and tail are small), except a key still being read.
+    let keep: number;
+    if (itemsDepth >= 0) {
+      keep = itemStart >= 0 ? itemStart : pos;
+    } else {
+      keep = keyStart >= 0 ? keyStart : pos;
+      outside.push(Buffer.from(buffer.subarray(outsideStart, keep)));
     }
+    if (keep > 0) {
+      buffer = buffer.subarray(keep);
+      pos -= keep;
+      if (itemStart >= 0) itemStart -= keep;
+      if (keyStart >= 0) keyStart -= keep;
+    }
+    outsideStart = 0;
   }
-  text += decoder.decode();
-  scan();
-  if (!headDone) {
-    // No items array at all (an empty list may omit it): the whole body is the head.
-    return JSON.parse(text || "{}") as ListHead;
-  }
-  // The list without its items: the head, an empty array, and the tail (which starts at `]`).
-  // (Custom resources' lists put their metadata after the items, built-in ones before.)
-  const tail = tailStart >= 0 ? text.slice(tailStart + 1) : "}";
-  return JSON.parse(`${head}[]${tail}`) as ListHead;
+  if (itemsDepth < 0) outside.push(buffer.subarray(outsideStart));
+  // The list without its items: `…"items":[` + `]…` (or the whole body if it had no items array).
+  return JSON.parse(Buffer.concat(outside).toString("utf8") || "{}") as ListHead;
 }

@@ -1,3 +1,4 @@
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Pool } from "undici";
 import type { ClusterConfig } from "./config.js";
 import { type ApiError, apiErrorFor, ConnectionError, type Status, TooManyRequests } from "./errors.js";
@@ -55,6 +56,8 @@ export interface StreamResponse {
   close(): void;
 }
 
+const tracer = trace.getTracer("kubeloop");
+
 /** Long enough for a large LIST page on a busy server; a hung call still ends. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 5;
@@ -94,8 +97,35 @@ export class Transport {
     return this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   }
 
-  /** Sends a request and decodes its JSON answer; a non-2xx answer throws a typed {@link ApiError}. */
-  async request(request: HttpRequest): Promise<HttpResponse> {
+  /**
+   * Sends a request and decodes its JSON answer; a non-2xx answer throws a typed {@link ApiError}.
+   * Each call is an OpenTelemetry client span (a no-op unless the application installs an SDK).
+   */
+  request(request: HttpRequest): Promise<HttpResponse> {
+    return tracer.startActiveSpan(
+      `kubernetes ${request.method}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { "http.request.method": request.method, "url.path": request.path },
+      },
+      async (span) => {
+        try {
+          const response = await this.requestOnce(request);
+          span.setAttribute("http.response.status_code", response.status);
+          return response;
+        } catch (error) {
+          if ((error as ApiError).code)
+            span.setAttribute("http.response.status_code", (error as ApiError).code);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  private async requestOnce(request: HttpRequest): Promise<HttpResponse> {
     const maxRetries = this.options.maxRetries ?? DEFAULT_MAX_RETRIES;
     for (let attempt = 0; ; attempt++) {
       await this.bucket?.take();
