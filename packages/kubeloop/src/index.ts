@@ -26,6 +26,7 @@ export {
   type KubeObject,
   NotFound,
   type ObjectList,
+  type ObjectOf,
   objectKey,
   type ResourceType,
   resourceType,
@@ -51,6 +52,7 @@ export { Manager, type ManagerOptions } from "./manager/index.js";
 export {
   type Condition,
   controllerReference,
+  defineResource,
   findCondition,
   handleFinalizer,
   isTrue,

@@ -53,6 +53,15 @@ export {
   removeCondition,
   setCondition,
 } from "./conditions.js";
+export {
+  type CustomResourceDefinition,
+  defineResource,
+  type PrinterColumn,
+  pluralize,
+  type ResourceDefinition,
+  type ResourceDefinitionOptions,
+  type ResourceObject,
+} from "./define-resource.js";
 export { AlreadyOwned, InvalidCondition, InvalidEvent, InvalidOwnerReference } from "./errors.js";
 export {
   CLUSTER_EVENTS_NAMESPACE,
@@ -92,6 +101,7 @@ export {
   setOwnerReference,
 } from "./owner-references.js";
 export { CONFLICT_RETRY_PAUSE_MS, DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
+export { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
 export {
   type ApplyStatusOptions,
   applyStatus,

@@ -1,0 +1,188 @@
+import type { Static, TSchema } from "typebox";
+import type { KubeObject, ObjectMeta, ResourceType } from "../client/types.js";
+import { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
+
+/**
+ * A custom resource defined once, in TypeScript: the static types of its spec, status and whole
+ * object (used by the client, caches and controllers without casts) and the CustomResourceDefinition
+ * the API server enforces, from the same TypeBox schemas.
+ *
+ * @example
+ * ```ts
+ * import Type from "typebox";
+ * import { defineResource } from "kubeloop";
+ *
+ * export const Nginx = defineResource({
+ *   group: "proxy.example.com", version: "v1alpha1", kind: "Nginx",
+ *   spec: Type.Object({ count: Type.Integer({ minimum: 0, maximum: 100, default: 1, description: "Replicas" }) }),
+ *   status: Type.Object({ nodes: Type.Optional(Type.Array(Type.String())) }),
+ *   printerColumns: [{ name: "Count", type: "integer", jsonPath: ".spec.count" }],
+ * });
+ * type NginxObject = ObjectOf<typeof Nginx>; // { spec: { count: number }, status?: { nodes?: string[] }, … }
+ * const crd = Nginx.crd();                     // apiextensions.k8s.io/v1 CustomResourceDefinition
+ * ```
+ */
+
+export interface PrinterColumn {
+  name: string;
+  type: "integer" | "number" | "string" | "boolean" | "date";
+  jsonPath: string;
+  description?: string;
+  format?: string;
+  /** 0 shows it in `kubectl get`; higher only with `-o wide`. */
+  priority?: number;
+}
+
+export interface ResourceDefinitionOptions<Spec extends TSchema, Status extends TSchema> {
+  group: string;
+  version: string;
+  kind: string;
+  /** Default: the kind in lower case, pluralised (`Nginx` → `nginxes`, `Policy` → `policies`). */
+  plural?: string;
+  singular?: string;
+  shortNames?: string[];
+  /** e.g. `["all"]` so that `kubectl get all` lists it. */
+  categories?: string[];
+  /** Default `Namespaced`. */
+  scope?: "Namespaced" | "Cluster";
+  /** Shown by `kubectl explain <kind>`. */
+  description?: string;
+  spec: Spec;
+  /** With a status, the status subresource is enabled (status is written apart from spec). */
+  status?: Status;
+  /** Columns of `kubectl get`; `Age` is appended unless you list it. */
+  printerColumns?: PrinterColumn[];
+  /** Enables `kubectl scale` through the scale subresource. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+}
+
+/** The object type of a defined resource. */
+export type ResourceObject<Spec extends TSchema, Status extends TSchema> = KubeObject & {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: Static<Spec>;
+  status?: Static<Status>;
+};
+
+export interface CustomResourceDefinition {
+  apiVersion: "apiextensions.k8s.io/v1";
+  kind: "CustomResourceDefinition";
+  metadata: { name: string };
+  spec: {
+    group: string;
+    scope: "Namespaced" | "Cluster";
+    names: { plural: string; singular: string; kind: string; shortNames?: string[]; categories?: string[] };
+    versions: {
+      name: string;
+      served: boolean;
+      storage: boolean;
+      schema: { openAPIV3Schema: JsonSchema };
+      subresources?: Record<string, unknown>;
+      additionalPrinterColumns?: PrinterColumn[];
+    }[];
+  };
+}
+
+export interface ResourceDefinition<Spec extends TSchema, Status extends TSchema>
+  extends ResourceType<ResourceObject<Spec, Status>> {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+  readonly group: string;
+  readonly version: string;
+  /** The CustomResourceDefinition, built fresh on each call. */
+  crd(): CustomResourceDefinition;
+}
+
+export function defineResource<Spec extends TSchema, Status extends TSchema = TSchema>(
+  options: ResourceDefinitionOptions<Spec, Status>,
+): ResourceDefinition<Spec, Status> {
+  validateNames(options);
+  const plural = options.plural ?? pluralize(options.kind.toLowerCase());
+  const scope = options.scope ?? "Namespaced";
+  return Object.freeze({
+    apiVersion: `${options.group}/${options.version}`,
+    kind: options.kind,
+    plural,
+    namespaced: scope === "Namespaced",
+    group: options.group,
+    version: options.version,
+    crd: () => buildCrd(options, plural, scope),
+  });
+}
+
+function buildCrd<Spec extends TSchema, Status extends TSchema>(
+  options: ResourceDefinitionOptions<Spec, Status>,
+  plural: string,
+  scope: "Namespaced" | "Cluster",
+): CustomResourceDefinition {
+  const properties: Record<string, JsonSchema> = {
+    spec: toStructuralSchema(options.spec as unknown as JsonSchema, "spec"),
+  };
+  if (options.status)
+    properties.status = toStructuralSchema(options.status as unknown as JsonSchema, "status");
+  const openAPIV3Schema: JsonSchema = {
+    type: "object",
+    ...(options.description ? { description: options.description } : {}),
+    properties,
+  };
+  const subresources: Record<string, unknown> = {};
+  if (options.status) subresources.status = {};
+  if (options.scale) subresources.scale = options.scale;
+  const columns = options.printerColumns ?? [];
+  const printerColumns = columns.some((c) => c.name === "Age")
+    ? columns
+    : [...columns, { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" }];
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${plural}.${options.group}` },
+    spec: {
+      group: options.group,
+      scope,
+      names: {
+        plural,
+        singular: options.singular ?? options.kind.toLowerCase(),
+        kind: options.kind,
+        ...(options.shortNames?.length ? { shortNames: options.shortNames } : {}),
+        ...(options.categories?.length ? { categories: options.categories } : {}),
+      },
+      versions: [
+        {
+          name: options.version,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema },
+          ...(Object.keys(subresources).length ? { subresources } : {}),
+          additionalPrinterColumns: printerColumns,
+        },
+      ],
+    },
+  };
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function validateNames(options: { group: string; version: string; kind: string; plural?: string }): void {
+  if (!DNS_SUBDOMAIN.test(options.group) || !options.group.includes(".")) {
+    throw new SchemaError(`group "${options.group}" must be a DNS subdomain with a dot, e.g. "example.com"`);
+  }
+  if (!/^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/.test(options.version)) {
+    throw new SchemaError(`version "${options.version}" must look like v1, v1alpha1 or v2beta3`);
+  }
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(options.kind)) {
+    throw new SchemaError(`kind "${options.kind}" must be UpperCamelCase letters and digits`);
+  }
+  if (options.plural !== undefined && !/^[a-z][a-z0-9]*$/.test(options.plural)) {
+    throw new SchemaError(`plural "${options.plural}" must be lower-case letters and digits`);
+  }
+}
+
+/** English plural rules good enough for kinds (the same kubebuilder uses). */
+export function pluralize(word: string): string {
+  if (/(s|x|z|ch|sh)$/.test(word)) return `${word}es`;
+  if (/[^aeiou]y$/.test(word)) return `${word.slice(0, -1)}ies`;
+  return `${word}s`;
+}
