@@ -1,23 +1,15 @@
-import { after, type Condition, controller, done, type KubeObject, resourceType } from "kubeloop";
+import { after, controller, done, type ObjectOf } from "kubeloop";
 import { Deployment, Pod } from "kubeloop/k8s";
+import { Nginx } from "./resources.ts";
 
-/** The Nginx custom resource (proxy.example.com/v1alpha1), as config/crd declares it. */
-export interface Nginx extends KubeObject {
-  spec?: { count?: number; image?: string };
-  status?: { observedGeneration?: number; readyCount?: number; nodes?: string[]; conditions?: Condition[] };
-}
-
-export const NginxType = resourceType<Nginx>("proxy.example.com/v1alpha1", "Nginx", {
-  plural: "nginxes",
-  namespaced: true,
-});
+export type NginxObject = ObjectOf<typeof Nginx>;
 
 /** Labels on everything the operator creates; pods are watched through them. */
 const MANAGED_BY = "app.kubernetes.io/managed-by";
 const INSTANCE = "app.kubernetes.io/instance";
 export const OPERATOR_NAME = "nginx-operator";
 
-function podLabels(nginx: Nginx): Record<string, string> {
+function podLabels(nginx: NginxObject): Record<string, string> {
   return {
     "app.kubernetes.io/name": "nginx",
     [INSTANCE]: nginx.metadata?.name ?? "",
@@ -25,14 +17,14 @@ function podLabels(nginx: Nginx): Record<string, string> {
   };
 }
 
-function deploymentFor(nginx: Nginx) {
+function deploymentFor(nginx: NginxObject) {
   const labels = podLabels(nginx);
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name: nginx.metadata?.name ?? "", namespace: nginx.metadata?.namespace ?? "", labels },
     spec: {
-      replicas: nginx.spec?.count ?? 1,
+      replicas: nginx.spec.count,
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
@@ -40,7 +32,7 @@ function deploymentFor(nginx: Nginx) {
           containers: [
             {
               name: "nginx",
-              image: nginx.spec?.image ?? "nginx:1.27",
+              image: nginx.spec.image,
               ports: [{ name: "http", containerPort: 80 }],
               readinessProbe: { httpGet: { path: "/", port: "http" } },
             },
@@ -64,7 +56,7 @@ function isRunningAndReady(pod: {
  * Nginx → a Deployment of `spec.count` replicas, owned by it (deleted with it); `status.nodes`
  * lists the running pods; `Ready` is true once all of them run.
  */
-export const nginxController = controller(NginxType)
+export const nginxController = controller(Nginx)
   .named(OPERATOR_NAME)
   .owns(Deployment)
   .watches(
@@ -74,7 +66,7 @@ export const nginxController = controller(NginxType)
   )
   .reconcile(async (nginx, ctx) => {
     if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
-    const count = nginx.spec?.count ?? 1;
+    const count = nginx.spec.count;
     await ctx.apply(deploymentFor(nginx));
     const pods = ctx.cache
       .list(Pod, { namespace: ctx.namespace ?? "", labels: podLabels(nginx) })

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { ControlPlane, kubectl } from "kubeloop/testing";
@@ -209,6 +209,23 @@ describe("nginx operator", () => {
     );
     operator.process.kill("SIGTERM");
     expect(await operator.exited).toBe(0);
+  });
+});
+
+describe("nginx operator's generated config", () => {
+  it("is up to date with src/resources.ts (kubeloop generate --check)", () => {
+    const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
+    const check = spawnSync(
+      process.execPath,
+      [cli, "generate", "--resources", "src/resources.ts", "--check"],
+      {
+        cwd: root,
+        encoding: "utf8",
+      },
+    );
+    expect(check.stderr).toBe("");
+    expect(check.stdout).toContain("config is up to date (1 CRD)");
+    expect(check.status).toBe(0);
   });
 });
 

@@ -2,6 +2,7 @@
 import { assetsCommand } from "./assets.js";
 import { clusterCommand } from "./cluster.js";
 import { CliError } from "./errors.js";
+import { generateCommand } from "./generate.js";
 
 const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
 
@@ -9,6 +10,7 @@ Usage:
   kubeloop cluster start [--profile apiserver|cluster] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop [--dir DIR]
+  kubeloop generate [--check]  write config/crd from the project's defineResource definitions
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
 
@@ -21,6 +23,8 @@ async function main(argv: string[]): Promise<number> {
       return clusterCommand(rest);
     case "assets":
       return assetsCommand(rest);
+    case "generate":
+      return generateCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -88,9 +88,15 @@ describe("defineResource", () => {
     ]);
   });
 
-  it("has the API server apply defaults", async () => {
+  it("has the API server apply defaults, also when spec is left out", async () => {
     const created = await client.create(widget({}));
     expect(created.spec).toEqual({ count: 1, mode: "safe" });
+    const bare = await client.create({
+      apiVersion: Widget.apiVersion,
+      kind: Widget.kind,
+      metadata: { name: "bare", namespace: "default" },
+    });
+    expect((bare as WidgetObject).spec).toEqual({ count: 1, mode: "safe" });
   });
 
   it("accepts what the schema allows: maps, sets, int-or-string, null", async () => {

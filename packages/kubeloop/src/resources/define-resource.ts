@@ -118,8 +118,13 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
   plural: string,
   scope: "Namespaced" | "Cluster",
 ): CustomResourceDefinition {
+  // When every required field of the spec has a default, so does the spec: an object created
+  // without one still gets its defaults (the server checks a default against the schema, so a bare
+  // {} would not do).
+  const spec = toStructuralSchema(options.spec as unknown as JsonSchema, "spec");
+  const specDefault = defaultOf(spec);
   const properties: Record<string, JsonSchema> = {
-    spec: toStructuralSchema(options.spec as unknown as JsonSchema, "spec"),
+    spec: specDefault === undefined || "default" in spec ? spec : { default: specDefault, ...spec },
   };
   if (options.status)
     properties.status = toStructuralSchema(options.status as unknown as JsonSchema, "status");
@@ -161,6 +166,19 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
       ],
     },
   };
+}
+
+/** The value a schema's defaults add up to, or `undefined` if a required field has none. */
+function defaultOf(schema: JsonSchema): unknown {
+  if ("default" in schema) return schema.default;
+  if (schema.type !== "object" || !schema.properties) return undefined;
+  const value: Record<string, unknown> = {};
+  for (const [name, property] of Object.entries(schema.properties as Record<string, JsonSchema>)) {
+    const nested = defaultOf(property);
+    if (nested !== undefined) value[name] = nested;
+  }
+  const required = (schema.required as string[] | undefined) ?? [];
+  return required.every((name) => name in value) ? value : undefined;
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

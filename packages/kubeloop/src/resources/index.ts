@@ -102,6 +102,7 @@ export {
 } from "./owner-references.js";
 export { CONFLICT_RETRY_PAUSE_MS, DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
 export { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
+export { Conditions, ObservedGeneration } from "./schemas.js";
 export {
   type ApplyStatusOptions,
   applyStatus,
