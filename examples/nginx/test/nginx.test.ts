@@ -213,19 +213,97 @@ describe("nginx operator", () => {
 });
 
 describe("nginx operator's generated config", () => {
-  it("is up to date with src/resources.ts (kubeloop generate --check)", () => {
+  it("is up to date with its resource and controller (kubeloop generate --check)", () => {
     const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
     const check = spawnSync(
       process.execPath,
-      [cli, "generate", "--resources", "src/resources.ts", "--check"],
+      [
+        cli,
+        "generate",
+        "--resources",
+        "src/resources.ts",
+        "--controllers",
+        "src/nginx.ts",
+        "--name",
+        "nginx-operator",
+        "--check",
+      ],
       {
         cwd: root,
         encoding: "utf8",
       },
     );
     expect(check.stderr).toBe("");
-    expect(check.stdout).toContain("config is up to date (1 CRD)");
+    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC)");
     expect(check.status).toBe(0);
+  });
+
+  it("passes the API server's validation (kubectl apply --dry-run=server)", async () => {
+    const dry = await k([
+      "apply",
+      "--dry-run=server",
+      "-f",
+      join(root, "config/crd"),
+      "-f",
+      join(root, "config/rbac"),
+      "-n",
+      "default",
+    ]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain("clusterrole.rbac.authorization.k8s.io/nginx-operator");
+  });
+});
+
+describe("nginx operator under the generated RBAC only", () => {
+  it("works with the generated ClusterRole, and without one of its rules says which permission is missing", async () => {
+    const identity = "system:serviceaccount:ops:nginx-operator";
+    const user = plane.addUser(identity, ["system:serviceaccounts", "system:serviceaccounts:ops"]);
+    expect((await k(["apply", "-f", join(root, "config/rbac/role.yaml")])).code).toBe(0);
+    expect(
+      (
+        await k([
+          "create",
+          "clusterrolebinding",
+          "nginx-operator",
+          "--clusterrole=nginx-operator",
+          `--user=${identity}`,
+        ])
+      ).code,
+    ).toBe(0);
+    expect((await k(["create", "namespace", "rbac"])).code).toBe(0);
+    const operator = await startOperator({ KUBECONFIG: user.kubeconfigPath });
+    expect((await k(["-n", "rbac", "apply", "-f", join(root, "config/samples/nginx.yaml")])).code).toBe(0);
+    await until(
+      async () => (await jsonpath(["-n", "rbac", "get", "nginx", "web"], "{.status.readyCount}")) === "3",
+      60_000,
+      "3 pods",
+    );
+    operator.process.kill("SIGTERM");
+    expect(await operator.exited).toBe(0);
+
+    // Take away the pods rule: on restart the operator cannot sync, and /readyz says why.
+    const role = await k(["get", "clusterrole", "nginx-operator", "-o", "json"]);
+    const parsed = JSON.parse(role.stdout) as {
+      rules: { resources: string[] }[];
+      metadata: Record<string, unknown>;
+    };
+    parsed.rules = parsed.rules.filter((rule) => !rule.resources.includes("pods"));
+    expect((await k(["replace", "-f", "-"], JSON.stringify(parsed))).code).toBe(0);
+    const crippled = await startOperator({ KUBECONFIG: user.kubeconfigPath });
+    let body = "";
+    await until(
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${crippled.probePort}/readyz?verbose`).catch(
+          () => undefined,
+        );
+        body = response ? await response.text() : "";
+        return response?.status === 500 && body.includes("forbidden");
+      },
+      30_000,
+      "/readyz to report the missing permission",
+    );
+    expect(body).toContain(`User "${identity}" cannot list resource "pods"`);
+    crippled.process.kill("SIGKILL");
   });
 });
 
