@@ -226,6 +226,8 @@ describe("nginx operator's generated config", () => {
         "src/nginx.ts",
         "--name",
         "nginx-operator",
+        "--image",
+        "ghcr.io/example/nginx-operator:0.1.0",
         "--check",
       ],
       {
@@ -234,23 +236,23 @@ describe("nginx operator's generated config", () => {
       },
     );
     expect(check.stderr).toBe("");
-    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC)");
+    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC, manifests)");
     expect(check.status).toBe(0);
   });
 
   it("passes the API server's validation (kubectl apply --dry-run=server)", async () => {
-    const dry = await k([
-      "apply",
-      "--dry-run=server",
-      "-f",
-      join(root, "config/crd"),
-      "-f",
-      join(root, "config/rbac"),
-      "-n",
-      "default",
-    ]);
+    // Namespaced objects can be checked only in a namespace that exists.
+    expect((await k(["create", "namespace", "nginx-operator-system"])).code).toBe(0);
+    const dirs = ["config/crd", "config/rbac", "config/manager"].flatMap((dir) => ["-f", join(root, dir)]);
+    const dry = await k(["apply", "--dry-run=server", ...dirs]);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toContain("clusterrole.rbac.authorization.k8s.io/nginx-operator");
+    for (const object of [
+      "clusterrole.rbac.authorization.k8s.io/nginx-operator",
+      "deployment.apps/nginx-operator",
+      "service/nginx-operator-metrics",
+    ]) {
+      expect(dry.stdout).toContain(object);
+    }
   });
 });
 

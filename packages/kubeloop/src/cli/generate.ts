@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRules } from "../controller/rbac.js";
 import type { CustomResourceDefinition } from "../resources/define-resource.js";
 import { CliError } from "./errors.js";
+import { deployManifests } from "./manifests.js";
 
 /**
  * `kubeloop generate`: writes the CustomResourceDefinitions of a project's resources into
@@ -20,6 +21,8 @@ const USAGE = `Usage:
   --resources    the module that exports the project's defineResource(…) definitions
   --controllers  the module that exports its controllers: RBAC is derived from what they declare
   --name         the operator's name, for the RBAC objects (default: the folder's name)
+  --image        also write the deploy manifests (config/manager/) for this image
+  --namespace    the namespace they deploy into (default <name>-system)
   --out          the config folder: CRDs go to <out>/crd/<plural>.<group>.yaml, RBAC to <out>/rbac/
   --check        write nothing; exit 1 if a file is missing, stale or left over`;
 
@@ -37,6 +40,8 @@ export async function generateCommand(argv: string[]): Promise<number> {
       out: { type: "string", default: "config" },
       controllers: { type: "string" },
       name: { type: "string" },
+      image: { type: "string" },
+      namespace: { type: "string" },
       check: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
@@ -59,12 +64,22 @@ export async function generateCommand(argv: string[]): Promise<number> {
     const crd = definition.crd();
     wanted.set(join("crd", `${crd.metadata.name}.yaml`), render(crd));
   }
+  const name = values.name ?? basename(process.cwd());
+  const namespace = values.image ? (values.namespace ?? `${name}-system`) : values.namespace;
   if (values.controllers) {
-    const name = values.name ?? basename(process.cwd());
-    for (const [file, object] of await rbacFiles(resolve(values.controllers), name))
+    for (const [file, object] of await rbacFiles(resolve(values.controllers), name, namespace)) {
       wanted.set(join("rbac", file), render(object));
+    }
   }
-  const generatedBefore = ["crd", "rbac"].flatMap((sub) => {
+  if (values.image) {
+    const manifests = deployManifests({
+      name,
+      namespace: values.namespace ?? `${name}-system`,
+      image: values.image,
+    });
+    for (const [file, objects] of manifests) wanted.set(join("manager", file), renderAll(objects));
+  }
+  const generatedBefore = ["crd", "rbac", "manager"].flatMap((sub) => {
     const dir = join(out, sub);
     if (!existsSync(dir)) return [];
     return readdirSync(dir)
@@ -79,9 +94,12 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const crds = definitions.length;
   if (values.check) {
     if (stale.length === 0 && leftOver.length === 0) {
-      console.log(
-        `config is up to date (${crds} CRD${crds === 1 ? "" : "s"}${values.controllers ? ", RBAC" : ""})`,
-      );
+      const parts = [
+        `${crds} CRD${crds === 1 ? "" : "s"}`,
+        ...(values.controllers ? ["RBAC"] : []),
+        ...(values.image ? ["manifests"] : []),
+      ];
+      console.log(`config is up to date (${parts.join(", ")})`);
       return 0;
     }
     for (const [file] of stale) console.error(`out of date: ${show(file)}`);
@@ -106,8 +124,16 @@ function render(object: object): string {
   return HEADER + stringify(object, { lineWidth: 0 });
 }
 
+function renderAll(objects: object[]): string {
+  return HEADER + objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
+}
+
 /** The operator's ClusterRole (from its controllers) and its leader-election Role. */
-async function rbacFiles(modulePath: string, name: string): Promise<[string, object][]> {
+async function rbacFiles(
+  modulePath: string,
+  name: string,
+  namespace: string | undefined,
+): Promise<[string, object][]> {
   if (!existsSync(modulePath))
     throw new CliError(`${modulePath} does not exist: pass --controllers <module>`);
   const module = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
@@ -121,7 +147,12 @@ async function rbacFiles(modulePath: string, name: string): Promise<[string, obj
     ],
     [
       "leader-election-role.yaml",
-      { ...rbac, kind: "Role", metadata: { name: `${name}-leader-election` }, rules: LEADER_ELECTION_RULES },
+      {
+        ...rbac,
+        kind: "Role",
+        metadata: { name: `${name}-leader-election`, ...(namespace ? { namespace } : {}) },
+        rules: LEADER_ELECTION_RULES,
+      },
     ],
   ];
 }
