@@ -54,6 +54,26 @@ export interface ResourceDefinitionOptions<Spec extends TSchema, Status extends 
   printerColumns?: PrinterColumn[];
   /** Enables `kubectl scale` through the scale subresource. */
   scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  /**
+   * Other served versions of the kind, with their own schemas. The version above is the typed one
+   * (the hub the others convert through); objects of any version are stored as `storageVersion`.
+   */
+  otherVersions?: OtherVersion[];
+  /** Default: `version`. */
+  storageVersion?: string;
+  /** How the API server converts between versions: a conversion webhook (see `kubeloop/webhook`). */
+  conversion?:
+    | { url: string; caBundle?: string }
+    | { service: { name: string; namespace: string; path?: string; port?: number }; caBundle?: string };
+}
+
+export interface OtherVersion {
+  version: string;
+  spec: TSchema;
+  status?: TSchema;
+  served?: boolean;
+  deprecated?: boolean;
+  deprecationWarning?: string;
 }
 
 /** The object type of a defined resource. */
@@ -77,10 +97,16 @@ export interface CustomResourceDefinition {
       name: string;
       served: boolean;
       storage: boolean;
+      deprecated?: boolean;
+      deprecationWarning?: string;
       schema: { openAPIV3Schema: JsonSchema };
       subresources?: Record<string, unknown>;
       additionalPrinterColumns?: PrinterColumn[];
     }[];
+    conversion?: {
+      strategy: "Webhook";
+      webhook: { conversionReviewVersions: string[]; clientConfig: Record<string, unknown> };
+    };
   };
 }
 
@@ -118,21 +144,6 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
   plural: string,
   scope: "Namespaced" | "Cluster",
 ): CustomResourceDefinition {
-  // When every required field of the spec has a default, so does the spec: an object created
-  // without one still gets its defaults (the server checks a default against the schema, so a bare
-  // {} would not do).
-  const spec = toStructuralSchema(options.spec as unknown as JsonSchema, "spec");
-  const specDefault = defaultOf(spec);
-  const properties: Record<string, JsonSchema> = {
-    spec: specDefault === undefined || "default" in spec ? spec : { default: specDefault, ...spec },
-  };
-  if (options.status)
-    properties.status = toStructuralSchema(options.status as unknown as JsonSchema, "status");
-  const openAPIV3Schema: JsonSchema = {
-    type: "object",
-    ...(options.description ? { description: options.description } : {}),
-    properties,
-  };
   const subresources: Record<string, unknown> = {};
   if (options.status) subresources.status = {};
   if (options.scale) subresources.scale = options.scale;
@@ -140,6 +151,30 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
   const printerColumns = columns.some((c) => c.name === "Age")
     ? columns
     : [...columns, { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" }];
+  const storage = options.storageVersion ?? options.version;
+  const all: OtherVersion[] = [
+    { version: options.version, spec: options.spec, ...(options.status ? { status: options.status } : {}) },
+    ...(options.otherVersions ?? []),
+  ];
+  if (!all.some((v) => v.version === storage))
+    throw new SchemaError(`storageVersion "${storage}" is not one of the versions`);
+  const versions = all.map((v) => ({
+    name: v.version,
+    served: v.served ?? true,
+    storage: v.version === storage,
+    ...(v.deprecated ? { deprecated: true } : {}),
+    ...(v.deprecationWarning ? { deprecationWarning: v.deprecationWarning } : {}),
+    schema: { openAPIV3Schema: rootSchema(v, options.description) },
+    ...(Object.keys(subresources).length ? { subresources } : {}),
+    additionalPrinterColumns: printerColumns,
+  }));
+  const conversion = options.conversion;
+  const clientConfig = conversion
+    ? {
+        ...("url" in conversion ? { url: conversion.url } : { service: conversion.service }),
+        ...(conversion.caBundle ? { caBundle: conversion.caBundle } : {}),
+      }
+    : undefined;
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
@@ -154,18 +189,32 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
         ...(options.shortNames?.length ? { shortNames: options.shortNames } : {}),
         ...(options.categories?.length ? { categories: options.categories } : {}),
       },
-      versions: [
-        {
-          name: options.version,
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema },
-          ...(Object.keys(subresources).length ? { subresources } : {}),
-          additionalPrinterColumns: printerColumns,
-        },
-      ],
+      versions,
+      ...(clientConfig
+        ? {
+            conversion: {
+              strategy: "Webhook" as const,
+              webhook: { conversionReviewVersions: ["v1"], clientConfig },
+            },
+          }
+        : {}),
     },
   };
+}
+
+/** The whole object's schema of one version. */
+function rootSchema(version: OtherVersion, description: string | undefined): JsonSchema {
+  // When every required field of the spec has a default, so does the spec: an object created
+  // without one still gets its defaults (the server checks a default against the schema, so a bare
+  // {} would not do).
+  const spec = toStructuralSchema(version.spec as unknown as JsonSchema, "spec");
+  const specDefault = defaultOf(spec);
+  const properties: Record<string, JsonSchema> = {
+    spec: specDefault === undefined || "default" in spec ? spec : { default: specDefault, ...spec },
+  };
+  if (version.status)
+    properties.status = toStructuralSchema(version.status as unknown as JsonSchema, "status");
+  return { type: "object", ...(description ? { description } : {}), properties };
 }
 
 /** The value a schema's defaults add up to, or `undefined` if a required field has none. */

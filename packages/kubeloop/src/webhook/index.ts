@@ -12,6 +12,7 @@
 export { jsonPatch, type PatchOperation } from "./json-patch.js";
 export {
   type AdmissionRequest,
+  type Converters,
   DEFAULT_WEBHOOK_PORT,
   type Defaulter,
   type ValidationResult,

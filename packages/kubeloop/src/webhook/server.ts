@@ -36,11 +36,13 @@ export type ValidationResult =
   | { allowed: true; warnings?: string[] }
   | { allowed: false; message: string; warnings?: string[] };
 
+// biome-ignore lint/suspicious/noConfusingVoidType: a defaulter that edits in place returns nothing.
+type DefaulterReturn<T0> = T0 | undefined | void;
 /** Changes the object in place (or returns a new one); the difference becomes the patch. */
 export type Defaulter<T extends KubeObject> = (
   object: T,
   request: AdmissionRequest<T>,
-) => T | undefined | void | Promise<T | undefined | void>;
+) => DefaulterReturn<T> | Promise<DefaulterReturn<T>>;
 export type Validator<T extends KubeObject> = (
   object: T,
   request: AdmissionRequest<T>,
@@ -61,13 +63,56 @@ export interface WebhookServerOptions {
 
 export const DEFAULT_WEBHOOK_PORT = 9443;
 
+interface ConversionRequest {
+  uid: string;
+  desiredAPIVersion: string;
+  objects: KubeObject[];
+}
+
+/** Converts each object to the desired version through the hub; any error fails the whole review. */
+function convert(request: ConversionRequest, converters: Converters): Record<string, unknown> {
+  const desired = versionOf(request.desiredAPIVersion);
+  try {
+    const convertedObjects = request.objects.map((object) => {
+      const from = versionOf(object.apiVersion ?? "");
+      const toHub = from === converters.hub ? (o: KubeObject) => o : converters.toHub[from];
+      const fromHub = desired === converters.hub ? (o: KubeObject) => o : converters.fromHub[desired];
+      if (!toHub) throw new Error(`no conversion from ${from} to the hub ${converters.hub}`);
+      if (!fromHub) throw new Error(`no conversion from the hub ${converters.hub} to ${desired}`);
+      const converted = fromHub(toHub(structuredClone(object)));
+      return { ...converted, apiVersion: request.desiredAPIVersion };
+    });
+    return { uid: request.uid, convertedObjects, result: { status: "Success" } };
+  } catch (error) {
+    return {
+      uid: request.uid,
+      convertedObjects: [],
+      result: { status: "Failure", message: (error as Error).message },
+    };
+  }
+}
+
+function versionOf(apiVersion: string): string {
+  return apiVersion.slice(apiVersion.indexOf("/") + 1);
+}
+
+export interface Converters {
+  /** The version every other one converts through, e.g. `v1`. */
+  hub: string;
+  /** version → (object of that version) → object of the hub version. */
+  toHub: Record<string, (object: KubeObject) => KubeObject>;
+  /** version → (hub object) → object of that version. */
+  fromHub: Record<string, (object: KubeObject) => KubeObject>;
+}
+
 interface Handler {
-  kind: "defaulting" | "validating";
+  kind: "defaulting" | "validating" | "conversion";
   run: (request: AdmissionRequest) => Promise<Record<string, unknown>>;
 }
 
 export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
+  private readonly conversions = new Map<string, Converters>();
   private server: Server | undefined;
   private timer: NodeJS.Timeout | undefined;
   private certStamp = "";
@@ -120,6 +165,20 @@ export class WebhookServer {
     return this;
   }
 
+  /**
+   * A conversion webhook (ConversionReview v1) between the versions of a kind, through a hub:
+   * every version converts to the hub and back, so n versions need 2(n−1) functions, not n².
+   * Objects come and go as plain JSON; `apiVersion` is set by the server.
+   */
+  conversion(path: string, converters: Converters): this {
+    this.handlers.set(path, {
+      kind: "conversion",
+      run: async () => ({}),
+    });
+    this.conversions.set(path, converters);
+    return this;
+  }
+
   async start(): Promise<void> {
     const server = createServer(this.readTls(), (req, res) => {
       const handler = this.handlers.get((req.url ?? "").split("?")[0] ?? "");
@@ -130,11 +189,23 @@ export class WebhookServer {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", async () => {
-        let review: { apiVersion?: string; request?: AdmissionRequest };
+        let review: { apiVersion?: string; request?: AdmissionRequest & ConversionRequest };
         try {
           review = JSON.parse(Buffer.concat(chunks).toString("utf8"));
         } catch {
           res.writeHead(400).end("not JSON");
+          return;
+        }
+        const converters = this.conversions.get((req.url ?? "").split("?")[0] ?? "");
+        if (converters && review.request) {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              apiVersion: "apiextensions.k8s.io/v1",
+              kind: "ConversionReview",
+              response: convert(review.request, converters),
+            }),
+          );
           return;
         }
         const request = review.request;
