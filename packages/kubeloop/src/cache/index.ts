@@ -11,7 +11,7 @@
  * const registry = new InformerRegistry(await Client.connect());
  * const pods = registry.acquire(Pod, { namespace: "default" });
  * await pods.informer.synced;
- * console.log(pods.informer.list({ labels: { app: "web" } }).length);
+ * const web = pods.informer.list({ labels: { app: "web" } }); // from memory, no API call
  * await pods.release();
  * ```
  */

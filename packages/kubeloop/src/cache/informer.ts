@@ -14,10 +14,11 @@ import { type IndexFunc, NAMESPACE_INDEX, Store } from "./store.js";
  * import { ConfigMap } from "kubeloop/k8s";
  *
  * const informer = new Informer(await Client.connect(), ConfigMap, { namespace: "default" });
- * informer.on({ added: (cm) => console.log("added", cm.metadata?.name) });
+ * const seen: string[] = [];
+ * informer.on({ added: (cm) => seen.push(cm.metadata?.name ?? "") });
  * informer.start();
  * await informer.synced;
- * console.log(informer.list().length);
+ * const all = informer.list(); // every ConfigMap of the namespace, from memory
  * ```
  */
 
