@@ -59,7 +59,15 @@ async function waitForReady(name, count) {
         check: false,
       },
     ).stdout;
-    if (ready === String(count)) return;
+    if (ready === String(count)) {
+      // Show the converged state too, if the last poll's table was taken before it.
+      const final = run("kubectl", ["-n", "demo", "get", "nginx", name], {
+        quiet: true,
+        check: false,
+      }).stdout;
+      if (final !== last) process.stdout.write(final);
+      return;
+    }
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
   console.error("The Nginx did not become ready in time; the operator's log is above.");
