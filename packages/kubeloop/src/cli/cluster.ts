@@ -3,9 +3,8 @@ import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writ
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { parse as parseYaml } from "yaml";
-import { AdminHttp } from "../testing/http.js";
-import { ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
+import { Client } from "../client/client.js";
+import { type BinaryName, ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
 import { isProcessAlive } from "../testing/process.js";
 import { CliError } from "./errors.js";
 
@@ -179,26 +178,18 @@ async function status(flags: ClusterFlags): Promise<number> {
   return healthy && ready === "ok" ? 0 : 1;
 }
 
+/** Asks the API server's /readyz with the cluster's own kubeconfig, through the project's client. */
 async function readyz(state: ClusterState): Promise<string> {
-  if (!state.kubeconfig || !state.server) return "unknown";
-  const config = parseYaml(readFileSync(state.kubeconfig, "utf8")) as {
-    clusters: { cluster: { "certificate-authority-data": string } }[];
-    users: { user: { "client-certificate-data": string; "client-key-data": string } }[];
-  };
-  const decode = (b64: string | undefined) => Buffer.from(b64 ?? "", "base64").toString("utf8");
-  const http = new AdminHttp({
-    server: state.server,
-    caCert: decode(config.clusters[0]?.cluster["certificate-authority-data"]),
-    clientCert: decode(config.users[0]?.user["client-certificate-data"]),
-    clientKey: decode(config.users[0]?.user["client-key-data"]),
-  });
+  if (!state.kubeconfig) return "unknown";
+  let client: Client | undefined;
   try {
-    const response = await http.get("/readyz");
-    return response.status === 200 ? "ok" : `HTTP ${response.status}: ${response.text.trim()}`;
+    client = await Client.connect({ kubeconfig: state.kubeconfig, requestTimeoutMs: 5_000, maxRetries: 0 });
+    await client.transport.request({ method: "GET", path: "/readyz" });
+    return "ok";
   } catch (error) {
-    return `unreachable (${(error as Error).message})`;
+    return `not ready (${(error as Error).message.trim()})`;
   } finally {
-    http.close();
+    await client?.close();
   }
 }
 
@@ -280,10 +271,9 @@ async function run(flags: ClusterFlags): Promise<number> {
   return 0;
 }
 
-function binariesFor(profile: Profile) {
-  return profile === "cluster"
-    ? (["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const).slice()
-    : (["etcd", "kube-apiserver"] as const).slice();
+function binariesFor(profile: Profile): BinaryName[] {
+  const base: BinaryName[] = ["etcd", "kube-apiserver"];
+  return profile === "cluster" ? [...base, "kube-controller-manager", "kube-scheduler", "kwok"] : base;
 }
 
 function statePath(dir: string): string {

@@ -326,7 +326,7 @@ export class Controller<T extends KubeObject> {
             { err: error, reason: error.reason },
             "reconcile failed terminally; not retrying until the object changes",
           );
-          await this.recordTerminal(object, error, log);
+          await this.recordFailure(object, error.reason, error.message, log);
         } else {
           queue.addRateLimited(key);
           this.observe("error", started);
@@ -338,11 +338,6 @@ export class Controller<T extends KubeObject> {
         span.end();
       }
     });
-  }
-
-  /** A terminal error is shown where users look: the Ready condition and a Warning event. */
-  private recordTerminal(object: T, error: TerminalError, log: Logger): Promise<void> {
-    return this.recordFailure(object, error.reason, error.message, log);
   }
 
   /**

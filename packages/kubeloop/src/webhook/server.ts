@@ -105,14 +105,13 @@ export interface Converters {
   fromHub: Record<string, (object: KubeObject) => KubeObject>;
 }
 
-interface Handler {
-  kind: "defaulting" | "validating" | "conversion";
-  run: (request: AdmissionRequest) => Promise<Record<string, unknown>>;
-}
+/** One path: an AdmissionReview handler, or a conversion through a hub. */
+type Handler =
+  | { kind: "admission"; run: (request: AdmissionRequest) => Promise<Record<string, unknown>> }
+  | { kind: "conversion"; converters: Converters };
 
 export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
-  private readonly conversions = new Map<string, Converters>();
   private server: Server | undefined;
   private timer: NodeJS.Timeout | undefined;
   private certStamp = "";
@@ -129,7 +128,7 @@ export class WebhookServer {
 
   defaulting<T extends KubeObject>(path: string, defaulter: Defaulter<T>): this {
     this.handlers.set(path, {
-      kind: "defaulting",
+      kind: "admission",
       run: async (request) => {
         const original = request.object as T;
         const copy = structuredClone(original);
@@ -149,7 +148,7 @@ export class WebhookServer {
 
   validating<T extends KubeObject>(path: string, validator: Validator<T>): this {
     this.handlers.set(path, {
-      kind: "validating",
+      kind: "admission",
       run: async (request) => {
         const object = (request.operation === "DELETE" ? request.oldObject : request.object) as T;
         const result = await validator(object, request as AdmissionRequest<T>);
@@ -171,11 +170,7 @@ export class WebhookServer {
    * Objects come and go as plain JSON; `apiVersion` is set by the server.
    */
   conversion(path: string, converters: Converters): this {
-    this.handlers.set(path, {
-      kind: "conversion",
-      run: async () => ({}),
-    });
-    this.conversions.set(path, converters);
+    this.handlers.set(path, { kind: "conversion", converters });
     return this;
   }
 
@@ -196,20 +191,19 @@ export class WebhookServer {
           res.writeHead(400).end("not JSON");
           return;
         }
-        const converters = this.conversions.get((req.url ?? "").split("?")[0] ?? "");
-        if (converters && review.request) {
+        if (handler.kind === "conversion" && review.request) {
           res.writeHead(200, { "content-type": "application/json" });
           res.end(
             JSON.stringify({
               apiVersion: "apiextensions.k8s.io/v1",
               kind: "ConversionReview",
-              response: convert(review.request, converters),
+              response: convert(review.request, handler.converters),
             }),
           );
           return;
         }
         const request = review.request;
-        if (!request) {
+        if (!request || handler.kind !== "admission") {
           res.writeHead(400).end("no request in the AdmissionReview");
           return;
         }
