@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 import { assetsCommand } from "./assets.js";
 import { clusterCommand } from "./cluster.js";
+import { createCommand } from "./create-api.js";
 import { CliError } from "./errors.js";
 import { generateCommand } from "./generate.js";
+import { initCommand } from "./init.js";
 
 const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
 
 Usage:
+  kubeloop init [FOLDER] [--name N] [--domain D]   a new operator project
+  kubeloop create api --group G --version V --kind K [--namespaced=false] [--webhook default,validate,convert]
   kubeloop cluster start [--profile apiserver|cluster] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop [--dir DIR]
@@ -23,6 +27,10 @@ async function main(argv: string[]): Promise<number> {
       return clusterCommand(rest);
     case "assets":
       return assetsCommand(rest);
+    case "init":
+      return initCommand(rest);
+    case "create":
+      return createCommand(rest);
     case "generate":
       return generateCommand(rest);
     case undefined:

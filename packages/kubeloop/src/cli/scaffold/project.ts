@@ -1,0 +1,357 @@
+import { projectDependencies } from "./versions.js";
+
+/**
+ * The files `kubeloop init` writes: a project that type-checks, tests on a real API server and
+ * runs, before it has a single kind. Every file is what one would write by hand; `create api` then
+ * adds one export line to each of the index modules (src/resources.ts, controllers.ts, webhooks.ts),
+ * which is how the manager, the tests and `kubeloop generate` all find what it creates.
+ *
+ * The TypeScript runs as is: Node (≥ 22.18) strips the types, so there is no build output to keep
+ * in step with the sources, `kubeloop run` restarts in a blink, and the image copies src/. `tsc`
+ * only type-checks (`npm run build`).
+ */
+
+export interface ProjectOptions {
+  name: string;
+  domain: string;
+  /** The kubeloop dependency: a version range, or a tarball / folder for a local kubeloop. */
+  kubeloopSpec: string;
+}
+
+export const INDEX_MODULES = {
+  resources: "src/resources.ts",
+  controllers: "src/controllers.ts",
+  webhooks: "src/webhooks.ts",
+} as const;
+
+export function projectFiles(options: ProjectOptions): Map<string, string> {
+  return new Map([
+    ["package.json", packageJson(options)],
+    ["tsconfig.json", TSCONFIG],
+    ["vitest.config.ts", VITEST_CONFIG],
+    [".gitignore", GITIGNORE],
+    [".dockerignore", DOCKERIGNORE],
+    ["Dockerfile", dockerfile(options)],
+    ["README.md", readme(options)],
+    ["src/main.ts", mainTs(options)],
+    [INDEX_MODULES.resources, RESOURCES_INDEX],
+    [INDEX_MODULES.controllers, CONTROLLERS_INDEX],
+    [INDEX_MODULES.webhooks, WEBHOOKS_INDEX],
+    ["test/environment.ts", ENVIRONMENT],
+    ["test/config.test.ts", CONFIG_TEST],
+  ]);
+}
+
+/** What `export {}` placeholders become once the module exports something (see `addExport`). */
+export const EMPTY_EXPORT = "export {};\n";
+
+function packageJson({ name, domain, kubeloopSpec }: ProjectOptions): string {
+  const json = {
+    name,
+    version: "0.1.0",
+    private: true,
+    type: "module",
+    description: `${name}: a Kubernetes operator built with kubeloop`,
+    engines: { node: ">=22.19" },
+    scripts: {
+      build: "tsc",
+      test: "vitest run",
+      generate: "kubeloop generate",
+      run: "kubeloop run",
+      cluster: "kubeloop cluster start --profile cluster",
+      start: "node src/main.ts",
+    },
+    kubeloop: {
+      name,
+      domain,
+      resources: INDEX_MODULES.resources,
+      controllers: INDEX_MODULES.controllers,
+      image: `${name}:dev`,
+      namespace: `${name}-system`,
+    },
+    ...projectDependencies(kubeloopSpec),
+  };
+  return `${JSON.stringify(json, null, 2)}\n`;
+}
+
+const TSCONFIG = `{
+  // Type-checking only (\`npm run build\`): Node runs the .ts files itself, stripping the types, so
+  // imports name the .ts files and the syntax stays erasable (no enums, namespaces or parameter
+  // properties, which Node cannot strip).
+  "compilerOptions": {
+    "target": "es2023",
+    "module": "nodenext",
+    "moduleResolution": "nodenext",
+    "lib": ["es2023"],
+    "types": ["node"],
+    "strict": true,
+    "noUncheckedIndexedAccess": true,
+    "noImplicitOverride": true,
+    "noFallthroughCasesInSwitch": true,
+    "verbatimModuleSyntax": true,
+    "erasableSyntaxOnly": true,
+    "allowImportingTsExtensions": true,
+    "noEmit": true,
+    "skipLibCheck": true
+  },
+  "include": ["src", "test", "vitest.config.ts"]
+}
+`;
+
+const VITEST_CONFIG = `import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    // Each test file starts its own API server: separate processes keep them apart.
+    pool: "forks",
+    // A cold API server takes seconds to start, and the operator a moment to converge.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // The manager logs every reconcile at info; LOG_LEVEL=info npm test shows them.
+    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" },
+  },
+});
+`;
+
+const GITIGNORE = `node_modules/
+# The local cluster of \`npm run cluster\` / \`kubeloop run\`: certificates, etcd data, logs.
+.kubeloop/
+*.log
+`;
+
+const DOCKERIGNORE = `node_modules
+.kubeloop
+.git
+test
+config
+`;
+
+function dockerfile({ name }: ProjectOptions): string {
+  return `# The operator's image: production dependencies installed in a build stage, then copied with the
+# sources onto a minimal Node base and run as a non-root user (the generated Deployment also makes
+# the root filesystem read-only and drops every capability). Node runs src/*.ts as they are (type
+# stripping), so there is no compile step.
+#   docker build -t ${name}:dev .
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules node_modules
+COPY package.json ./
+COPY src src
+USER 65532:65532
+# node itself as PID 1, not npm: SIGTERM reaches the manager, which shuts down gracefully.
+ENTRYPOINT ["node", "src/main.ts"]
+`;
+}
+
+function readme({ name, domain }: ProjectOptions): string {
+  return `# ${name}
+
+\`\`\`sh
+npm run run   # the operator on your current cluster (or a local one it starts), restarted on every change
+npm test      # its tests, on a real local API server
+\`\`\`
+
+A Kubernetes operator built with [kubeloop](https://www.npmjs.com/package/kubeloop). Its API
+groups end in \`${domain}\`.
+
+## Add a kind
+
+\`\`\`sh
+npx kubeloop create api --group ship --version v1 --kind Widget                       # namespaced
+npx kubeloop create api --group ship --version v1 --kind Dock --namespaced=false \\
+  --webhook default,validate                                                         # cluster-scoped, with webhooks
+\`\`\`
+
+Each writes the resource (\`src/resources/<kind>.ts\`: TypeBox schemas for its spec and status,
+from which both its TypeScript types and its CRD come), a controller (\`src/controllers/<kind>.ts\`:
+a reconcile that sets \`observedGeneration\` and a \`Ready\` condition — put your logic there), its
+webhooks if asked, a sample (\`config/samples/\`) and a test (\`test/<kind>.test.ts\`), and exports
+them from \`src/resources.ts\`, \`src/controllers.ts\` and \`src/webhooks.ts\`, where the manager
+and the tests pick them up.
+
+## The loop
+
+| command | what it does |
+|---|---|
+| \`npm run run\` | regenerates \`config/\`, installs the CRDs, runs \`src/main.ts\` against the current kubeconfig context — or starts a local cluster in \`.kubeloop/\` when there is none, and leaves it running for the next time — and restarts it when a file in \`src/\` changes |
+| \`npm test\` | the tests: each file starts etcd and kube-apiserver, installs \`config/\`, and runs the manager in-process; \`test/config.test.ts\` fails when \`config/\` is stale |
+| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code |
+| \`npm run build\` | type-checks (Node runs the TypeScript directly; there is nothing to compile) |
+| \`npm run cluster\` | starts a local cluster (API server, controller manager, scheduler, fake nodes) in the background; \`npx kubeloop cluster stop\` stops it |
+| \`npx kubeloop install\` / \`uninstall\` | the CRDs on the current cluster (\`uninstall\` refuses while objects of them exist, unless \`--force\`) |
+| \`npx kubeloop deploy --image IMAGE\` / \`undeploy\` | the whole operator (CRDs, RBAC, namespace, Deployment) on the current cluster |
+
+Settings of \`src/main.ts\` (flag or environment): \`--metrics-port\`/\`METRICS_PORT\` (8080),
+\`--probe-port\`/\`PROBE_PORT\` (8081), \`--leader-elect\`/\`LEADER_ELECT=true\`.
+
+## Ship it
+
+\`\`\`sh
+docker build -t registry.example.com/${name}:0.1.0 .
+npx kubeloop deploy --image registry.example.com/${name}:0.1.0
+\`\`\`
+`;
+}
+
+function mainTs({ name }: ProjectOptions): string {
+  return `// The operator's entry point: a Manager running every controller that ./controllers.ts exports and
+// serving every webhook that ./webhooks.ts exports. \`kubeloop run\` starts it against your cluster;
+// the image runs \`node src/main.ts\`. Settings, by flag or environment (the Deployment sets them):
+//   --metrics-port / METRICS_PORT   Prometheus /metrics (default 8080)
+//   --probe-port / PROBE_PORT       /healthz and /readyz (default 8081)
+//   --leader-elect / LEADER_ELECT=true   only one replica reconciles; the others stand by, warm
+//   --kubeconfig                    default: $KUBECONFIG, ~/.kube/config, or the pod's service account
+// Webhooks listen on $WEBHOOK_PORT (9443) with the certificate in $WEBHOOK_CERT_DIR.
+import { parseArgs } from "node:util";
+import { Manager } from "kubeloop";
+import * as controllers from "./controllers.ts";
+import * as webhooks from "./webhooks.ts";
+
+/** The Lease through which replicas elect the one that reconciles. */
+const LEADER_ELECTION_ID = "${name}";
+
+const { values } = parseArgs({
+  options: {
+    "metrics-port": { type: "string", default: process.env.METRICS_PORT ?? "8080" },
+    "probe-port": { type: "string", default: process.env.PROBE_PORT ?? "8081" },
+    "leader-elect": { type: "boolean", default: process.env.LEADER_ELECT === "true" },
+    kubeconfig: { type: "string" },
+  },
+});
+
+const manager = new Manager({
+  ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+  metrics: { port: Number(values["metrics-port"]) },
+  probes: { port: Number(values["probe-port"]) },
+  leaderElection: values["leader-elect"] ? { id: LEADER_ELECTION_ID } : false,
+});
+for (const controller of Object.values(controllers)) manager.add(controller);
+manager.addWebhooks(...Object.values(webhooks));
+// Runs until SIGTERM or SIGINT, then finishes the reconciles in flight.
+await manager.start();
+`;
+}
+
+const RESOURCES_INDEX = `// The project's custom resources. \`kubeloop create api\` adds a line here for each kind; the
+// manager, the tests and \`kubeloop generate\` (which writes config/crd/) use every definition
+// this module exports.
+${EMPTY_EXPORT}`;
+
+const CONTROLLERS_INDEX = `// The project's controllers. \`kubeloop create api\` adds a line here for each kind; src/main.ts
+// runs every controller this module exports, and \`kubeloop generate\` derives config/rbac/ from
+// what they read and write.
+${EMPTY_EXPORT}`;
+
+const WEBHOOKS_INDEX = `// The project's admission and conversion webhooks. \`kubeloop create api --webhook …\` adds a line
+// here; src/main.ts serves every definition this module exports, and \`kubeloop generate\` writes
+// config/webhook/ for them.
+${EMPTY_EXPORT}`;
+
+const ENVIRONMENT = `import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client, type KubeObject, Manager } from "kubeloop";
+import {
+  ControlPlane,
+  type CrdObject,
+  type KubectlResult,
+  kubectl,
+  localWebhookServing,
+} from "kubeloop/testing";
+import { parseAllDocuments } from "yaml";
+import * as controllers from "../src/controllers.ts";
+import * as webhooks from "../src/webhooks.ts";
+
+/**
+ * The operator on a real API server, for one test file: etcd and kube-apiserver are started for it,
+ * the CRDs and webhook configurations from config/ are installed (what \`kubeloop generate\` wrote,
+ * so the tests check the manifests too), and the manager runs every controller and webhook in this
+ * process, as src/main.ts does. Webhooks are served on a local port with a throwaway CA, and the
+ * configurations point there instead of at the in-cluster Service.
+ */
+export interface Environment {
+  readonly plane: ControlPlane;
+  readonly client: Client;
+  readonly manager: Manager;
+  /** kubectl against this API server: the tests check what a user would see. */
+  kubectl(args: string[], input?: string): Promise<KubectlResult>;
+  stop(): Promise<void>;
+}
+
+const root = join(import.meta.dirname, "..");
+
+export async function startEnvironment(): Promise<Environment> {
+  const plane = await new ControlPlane({ profile: "apiserver" }).start();
+  const definitions = Object.values(webhooks);
+  const serving = definitions.length > 0 ? await localWebhookServing() : undefined;
+  const manifests = readManifests(join(root, "config/crd"), join(root, "config/webhook"));
+  const local = serving ? serving.rewrite(manifests) : manifests;
+  const crds = local.filter((object) => object.kind === "CustomResourceDefinition");
+  if (crds.length > 0) await plane.installCrdObjects(crds as unknown as CrdObject[]);
+  const client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  const manager = new Manager({
+    client,
+    metrics: false,
+    probes: false,
+    handleSignals: false,
+    ...(serving ? { webhooks: { port: serving.port, certDir: serving.certDir } } : {}),
+  });
+  for (const controller of Object.values(controllers)) manager.add(controller);
+  manager.addWebhooks(...definitions);
+  const running = manager.start();
+  await Promise.race([manager.ready, running]);
+  // The webhook server listens now: route admission to it.
+  for (const object of local.filter((o) => o.kind?.endsWith("WebhookConfiguration"))) {
+    await client.apply(object, { fieldManager: "test", force: true });
+  }
+  return {
+    plane,
+    client,
+    manager,
+    kubectl: (args, input) =>
+      kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) }),
+    async stop() {
+      await manager.stop();
+      await running.catch(() => {});
+      await client.close();
+      await plane.stop();
+      serving?.dispose();
+    },
+  };
+}
+
+/** Every object in the YAML files of these folders (the ones that exist). */
+function readManifests(...dirs: string[]): KubeObject[] {
+  return dirs
+    .filter((dir) => existsSync(dir))
+    .flatMap((dir) =>
+      readdirSync(dir)
+        .filter((file) => file.endsWith(".yaml"))
+        .sort()
+        .flatMap((file) => parseAllDocuments(readFileSync(join(dir, file), "utf8"))),
+    )
+    .map((document) => document.toJS() as KubeObject | null)
+    .filter((object): object is KubeObject => object !== null);
+}
+`;
+
+const CONFIG_TEST = `import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+describe("config/", () => {
+  it("is what \`kubeloop generate\` writes from the code (run \`npm run generate\` when this fails)", () => {
+    const root = join(import.meta.dirname, "..");
+    const check = spawnSync(join(root, "node_modules/.bin/kubeloop"), ["generate", "--check"], {
+      cwd: root,
+      encoding: "utf8",
+    });
+    expect(check.status, check.stderr).toBe(0);
+  });
+});
+`;
