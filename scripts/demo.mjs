@@ -1,10 +1,11 @@
 // `npm run demo`: the nginx operator on a live local cluster, shown through the machine's kubectl.
 // It starts the cluster profile, installs the Nginx CRD, runs the operator, applies a sample and
-// shows it converging; then it keeps running until Ctrl-C.
+// shows it converging, its admission and conversion webhooks at work; then it keeps running until
+// Ctrl-C.
 //   --exit   stop everything after showing it (what CI-like runs want)
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(root, "packages/kubeloop/dist/cli/main.js");
@@ -12,17 +13,20 @@ const example = join(root, "examples/nginx");
 const dir = join(root, ".kubeloop/demo");
 const kubeconfig = join(dir, "kubeconfig");
 const exitAfterShowing = process.argv.includes("--exit");
+const testing = await import(pathToFileURL(join(root, "packages/kubeloop/dist/testing/index.js")).href);
 let operator;
+let serving;
 
 function step(title) {
   console.log(`\n\u001b[1m== ${title}\u001b[0m`);
 }
 
-function run(command, args, { check = true, quiet = false } = {}) {
+function run(command, args, { check = true, quiet = false, input } = {}) {
   const shown = command === process.execPath ? ["kubeloop", ...args.slice(1)] : [command, ...args];
   if (!quiet) console.log(`\u001b[2m$ ${shown.join(" ")}\u001b[0m`);
   const result = spawnSync(command, args, {
-    stdio: quiet ? "pipe" : "inherit",
+    stdio: quiet ? "pipe" : [input === undefined ? "inherit" : "pipe", "inherit", "inherit"],
+    input,
     encoding: "utf8",
     env: { ...process.env, KUBECONFIG: kubeconfig },
   });
@@ -39,6 +43,7 @@ const kubeloop = (...args) => run(process.execPath, [cli, ...args]);
 function cleanUp(code) {
   if (operator && operator.exitCode === null) operator.kill("SIGTERM");
   spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "inherit" });
+  serving?.dispose();
   process.exit(code);
 }
 
@@ -74,19 +79,52 @@ async function waitForReady(name, count) {
   cleanUp(1);
 }
 
+/** The operator logs "webhooks serving" once its HTTPS server listens; wait for the port to answer. */
+async function waitForWebhooks() {
+  const { connect } = await import("node:net");
+  for (let i = 0; i < 100; i++) {
+    const open = await new Promise((resolve) => {
+      const socket = connect(serving.port, "127.0.0.1", () => {
+        socket.end();
+        resolve(true);
+      }).on("error", () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  console.error("The operator's webhook server did not start; its log is above.");
+  cleanUp(1);
+}
+
 step("Start a local cluster: etcd, kube-apiserver, controller manager, scheduler, 3 kwok nodes");
 // A leftover from an interrupted demo is stopped first, so the demo always starts fresh.
 spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "ignore" });
 kubeloop("cluster", "start", "--profile", "cluster", "--nodes", "3", "--dir", dir);
 kubectl("get", "nodes");
 
-step("Install the Nginx CRD (proxy.example.com/v1alpha1)");
-kubectl("apply", "-f", join(example, "config/crd"));
+step("Install the Nginx CRD (proxy.example.com v1, and the first release's v1alpha1 through conversion)");
+// config/ is written for the cluster (webhooks behind a Service); here the operator serves them
+// from this machine, with a throwaway CA, as `kubeloop/testing`'s localWebhookServing arranges.
+serving = await testing.localWebhookServing();
+const local = (folder) => serving.rewrite(testing.readManifests([join(example, folder)]));
+const applyObjects = (objects) =>
+  run("kubectl", ["apply", "-f", "-"], {
+    input: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+  });
+applyObjects(local("config/crd"));
 kubectl("wait", "--for=condition=Established", "crd/nginxes.proxy.example.com", "--timeout=60s");
 
-step("Run the operator (examples/nginx: `npm start` in its folder)");
+step("Run the operator (examples/nginx: `npm start` in its folder) with its webhooks");
 operator = spawn(process.execPath, [join(example, "src/main.ts")], {
-  env: { ...process.env, KUBECONFIG: kubeconfig, METRICS_PORT: "0", PROBE_PORT: "0", LOG_LEVEL: "info" },
+  env: {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+    METRICS_PORT: "0",
+    PROBE_PORT: "0",
+    LOG_LEVEL: "info",
+    WEBHOOK_CERT_DIR: serving.certDir,
+    WEBHOOK_PORT: String(serving.port),
+  },
   stdio: ["ignore", "ignore", "inherit"],
 });
 operator.on("exit", (code, signal) => {
@@ -99,21 +137,56 @@ process.on("SIGINT", () => {
   console.log("\nStopping the operator and the cluster…");
   cleanUp(0);
 });
+await waitForWebhooks();
+applyObjects(local("config/webhook"));
 
-step("Apply a sample: an Nginx with count 3");
+step("Apply a sample: an Nginx with 3 replicas (the defaulting webhook qualifies its image)");
 kubectl("create", "namespace", "demo");
 kubectl("-n", "demo", "apply", "-f", join(example, "config/samples/nginx.yaml"));
 await waitForReady("web", 3);
 kubectl("-n", "demo", "get", "deployment,pods", "-o", "wide");
+kubectl("-n", "demo", "get", "nginx", "web", "-o", "jsonpath={.spec.image}{'\\n'}");
 
 step("Scale it to 5 (kubectl scale works through the scale subresource)");
 kubectl("-n", "demo", "scale", "nginx", "web", "--replicas=5");
 await waitForReady("web", 5);
 
-step("A count above 100 is rejected by the API server itself");
-run("kubectl", ["-n", "demo", "patch", "nginx", "web", "--type=merge", "-p", '{"spec":{"count":101}}'], {
+step("Replicas above 100 are rejected by the API server itself (the CRD's schema)");
+run("kubectl", ["-n", "demo", "patch", "nginx", "web", "--type=merge", "-p", '{"spec":{"replicas":101}}'], {
   check: false,
 });
+
+step("An image from a registry the operator does not allow is rejected by its validating webhook");
+run(
+  "kubectl",
+  [
+    "-n",
+    "demo",
+    "patch",
+    "nginx",
+    "web",
+    "--type=merge",
+    "-p",
+    '{"spec":{"image":"quay.io/nginx/nginx:1.27"}}',
+  ],
+  { check: false },
+);
+
+step("The first release's v1alpha1 (`count`) still works, converted by the operator's webhook");
+kubectl("-n", "demo", "apply", "-f", join(example, "config/samples/nginx-v1alpha1.yaml"));
+await waitForReady("legacy", 2);
+// The same object read in each version: stored as v1, converted for v1alpha1 readers.
+for (const version of ["v1alpha1", "v1"]) {
+  kubectl(
+    "-n",
+    "demo",
+    "get",
+    `nginxes.${version}.proxy.example.com`,
+    "legacy",
+    "-o",
+    "jsonpath={.apiVersion} {.spec}{'\\n'}",
+  );
+}
 
 step("What kubectl describe shows");
 kubectl("-n", "demo", "describe", "nginx", "web");

@@ -3,9 +3,13 @@
 //   --metrics-port / METRICS_PORT   (default 8080; 0 picks a free port)
 //   --probe-port / PROBE_PORT       (default 8081)
 //   --leader-elect / LEADER_ELECT=true, --leader-election-namespace / LEADER_ELECTION_NAMESPACE
+//   ENABLE_WEBHOOKS=false           run without the webhook server (it needs a serving certificate:
+//                                   WEBHOOK_CERT_DIR with tls.crt/tls.key, on WEBHOOK_PORT, default 9443)
+//   ALLOWED_REGISTRIES              the registries images may come from (see webhooks.ts)
 import { parseArgs } from "node:util";
 import { Manager } from "kubeloop";
 import { nginxController, OPERATOR_NAME } from "./nginx.ts";
+import { nginxWebhooks } from "./webhooks.ts";
 
 const { values } = parseArgs({
   options: {
@@ -28,4 +32,6 @@ const manager = new Manager({
       }
     : false,
 });
-await manager.add(nginxController).start();
+manager.add(nginxController);
+if (process.env.ENABLE_WEBHOOKS !== "false") manager.addWebhooks(nginxWebhooks);
+await manager.start();

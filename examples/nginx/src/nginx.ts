@@ -24,7 +24,7 @@ function deploymentFor(nginx: NginxObject) {
     kind: "Deployment",
     metadata: { name: nginx.metadata?.name ?? "", namespace: nginx.metadata?.namespace ?? "", labels },
     spec: {
-      replicas: nginx.spec.count,
+      replicas: nginx.spec.replicas,
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
@@ -53,7 +53,7 @@ function isRunningAndReady(pod: {
 }
 
 /**
- * Nginx → a Deployment of `spec.count` replicas, owned by it (deleted with it); `status.nodes`
+ * Nginx → a Deployment of `spec.replicas` pods, owned by it (deleted with it); `status.nodes`
  * lists the running pods; `Ready` is true once all of them run.
  */
 export const nginxController = controller(Nginx)
@@ -66,23 +66,23 @@ export const nginxController = controller(Nginx)
   )
   .reconcile(async (nginx, ctx) => {
     if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
-    const count = nginx.spec.count;
+    const replicas = nginx.spec.replicas;
     await ctx.apply(deploymentFor(nginx));
     const pods = ctx.cache
       .list(Pod, { namespace: ctx.namespace ?? "", labels: podLabels(nginx) })
       .filter((pod) => !pod.metadata?.deletionTimestamp && isRunningAndReady(pod));
     const nodes = pods.map((pod) => pod.metadata?.name ?? "").sort();
-    const ready = nodes.length === count;
+    const ready = nodes.length === replicas;
     await ctx.status(
       { nodes, readyCount: nodes.length },
       {
         ready: ready
           ? true
-          : { status: false, reason: "Progressing", message: `${nodes.length} of ${count} pods running` },
+          : { status: false, reason: "Progressing", message: `${nodes.length} of ${replicas} pods running` },
       },
     );
     if (ready) {
-      ctx.log.info({ count }, "all pods running");
+      ctx.log.info({ replicas }, "all pods running");
       return done();
     }
     // Pod changes wake us anyway; this is only a safety net.

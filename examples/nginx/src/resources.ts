@@ -1,47 +1,83 @@
 import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
 import Type from "typebox";
 
+const image = Type.String({
+  default: "nginx:1.27",
+  minLength: 1,
+  description: "The container image. The operator's admission webhook allows only its configured registries.",
+});
+
+const status = Type.Object(
+  {
+    observedGeneration: Type.Optional(ObservedGeneration()),
+    readyCount: Type.Optional(Type.Integer({ description: "Pods running and ready." })),
+    nodes: Type.Optional(Type.Array(Type.String(), { description: "The names of the running pods." })),
+    conditions: Type.Optional(Conditions()),
+  },
+  { description: "The observed state, written by the operator." },
+);
+
+const columns = (replicasPath: string) => [
+  { name: "Replicas", type: "integer" as const, jsonPath: replicasPath, description: "Desired replicas" },
+  {
+    name: "Running",
+    type: "integer" as const,
+    jsonPath: ".status.readyCount",
+    description: "Running and ready pods",
+  },
+  { name: "Ready", type: "string" as const, jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+];
+
 /**
  * The Nginx custom resource, defined once: `kubeloop generate` writes config/crd from it, and the
  * controller reads its objects with these exact types.
+ *
+ * Two versions: `v1` (typed here, stored) says `replicas`; the first release's `v1alpha1` said
+ * `count` and is still served, converted by the operator's conversion webhook (webhooks.ts), so
+ * objects and manifests written for it keep working.
  */
 export const Nginx = defineResource({
   group: "proxy.example.com",
-  version: "v1alpha1",
+  version: "v1",
   kind: "Nginx",
   shortNames: ["ngx"],
   categories: ["all"],
   description: "An nginx web server with a chosen number of replicas.",
   spec: Type.Object(
     {
-      count: Type.Integer({
+      replicas: Type.Integer({
         minimum: 0,
         maximum: 100,
         default: 1,
         description: "How many nginx pods to run (0–100).",
       }),
-      image: Type.String({ default: "nginx:1.27", description: "The container image." }),
+      image,
     },
     { description: "The desired state." },
   ),
-  status: Type.Object(
+  status,
+  printerColumns: columns(".spec.replicas"),
+  scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.readyCount" },
+  otherVersions: [
     {
-      observedGeneration: Type.Optional(ObservedGeneration()),
-      readyCount: Type.Optional(Type.Integer({ description: "Pods running and ready." })),
-      nodes: Type.Optional(Type.Array(Type.String(), { description: "The names of the running pods." })),
-      conditions: Type.Optional(Conditions()),
+      version: "v1alpha1",
+      deprecated: true,
+      deprecationWarning: "proxy.example.com/v1alpha1 Nginx is deprecated; use proxy.example.com/v1",
+      spec: Type.Object(
+        {
+          count: Type.Integer({
+            minimum: 0,
+            maximum: 100,
+            default: 1,
+            description: "How many nginx pods to run (0–100).",
+          }),
+          image,
+        },
+        { description: "The desired state." },
+      ),
+      status,
+      printerColumns: columns(".spec.count"),
+      scale: { specReplicasPath: ".spec.count", statusReplicasPath: ".status.readyCount" },
     },
-    { description: "The observed state, written by the operator." },
-  ),
-  printerColumns: [
-    { name: "Count", type: "integer", jsonPath: ".spec.count", description: "Desired replicas" },
-    {
-      name: "Running",
-      type: "integer",
-      jsonPath: ".status.readyCount",
-      description: "Running and ready pods",
-    },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
   ],
-  scale: { specReplicasPath: ".spec.count", statusReplicasPath: ".status.readyCount" },
 });

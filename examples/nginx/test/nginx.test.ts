@@ -1,7 +1,14 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { ControlPlane, kubectl } from "kubeloop/testing";
+import {
+  ControlPlane,
+  type CrdObject,
+  kubectl,
+  type LocalWebhookServing,
+  localWebhookServing,
+  readManifests,
+} from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // End to end, as a user would: the operator runs as its own process (`npm start`'s command)
@@ -9,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..");
 let plane: ControlPlane;
+let serving: LocalWebhookServing;
 const operators: ChildProcess[] = [];
 
 const k = (args: string[], input?: string) =>
@@ -41,6 +49,8 @@ async function startOperator(extraEnv: Record<string, string> = {}): Promise<Ope
       METRICS_PORT: String(metricsPort),
       PROBE_PORT: String(probePort),
       LOG_LEVEL: "info",
+      WEBHOOK_CERT_DIR: serving.certDir,
+      WEBHOOK_PORT: String(serving.port),
       ...extraEnv,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -65,6 +75,10 @@ async function until(check: () => boolean | Promise<boolean>, ms: number, what: 
   }
 }
 
+/** `kubectl patch --type=merge` of an Nginx. */
+const patchNginx = (namespace: string, name: string, patch: string) =>
+  k(["-n", namespace, "patch", "nginx", name, "--type=merge", "-p", patch]);
+
 async function jsonpath(args: string[], path: string): Promise<string> {
   return (await k([...args, "-o", `jsonpath=${path}`])).stdout;
 }
@@ -75,12 +89,20 @@ async function metric(port: number, name: string): Promise<number> {
   return line ? Number(line.split(" ").at(-1)) : Number.NaN;
 }
 
+/** The generated objects of a config file, pointed at the webhook server on this machine. */
+function localObjects(file: string): object[] {
+  return serving.rewrite(readManifests([join(root, file)]));
+}
+
 beforeAll(async () => {
-  plane = await new ControlPlane({ profile: "cluster", nodes: 2, crds: [join(root, "config/crd")] }).start();
+  serving = await localWebhookServing();
+  plane = await new ControlPlane({ profile: "cluster", nodes: 2 }).start();
+  await plane.installCrdObjects(localObjects("config/crd/nginxes.proxy.example.com.yaml") as CrdObject[]);
 });
 afterAll(async () => {
   for (const child of operators) child.kill("SIGKILL");
   await plane?.stop();
+  serving?.dispose();
 });
 
 describe("nginx operator", () => {
@@ -88,6 +110,14 @@ describe("nginx operator", () => {
 
   it("turns an Nginx into a Deployment whose pods run, and reports them in its status", async () => {
     operator = await startOperator();
+    // The operator serves its admission webhooks; route the API server to them.
+    const configurations = localObjects("config/webhook/manifests.yaml");
+    const installed = await k(
+      ["apply", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: configurations }),
+    );
+    expect(installed.code, installed.stderr).toBe(0);
+    await until(async () => /"webhooks serving"/.test(operator.output()), 30_000, "the webhook server");
     expect((await k(["create", "namespace", "web"])).code).toBe(0);
     const applied = await k(["-n", "web", "apply", "-f", join(root, "config/samples/nginx.yaml")]);
     expect(applied.code, applied.stderr).toBe(0);
@@ -112,7 +142,11 @@ describe("nginx operator", () => {
     ).split(" ");
     expect(nodes.sort()).toEqual(pods.sort());
     const table = await k(["-n", "web", "get", "nginx"]);
-    expect(table.stdout).toMatch(/NAME\s+COUNT\s+RUNNING\s+READY\s+AGE\nweb\s+3\s+3\s+True/);
+    expect(table.stdout).toMatch(/NAME\s+REPLICAS\s+RUNNING\s+READY\s+AGE\nweb\s+3\s+3\s+True/);
+    // The defaulting webhook wrote the image as the runtime pulls it.
+    expect(await jsonpath(["-n", "web", "get", "nginx", "web"], "{.spec.image}")).toBe(
+      "docker.io/library/nginx:1.27",
+    );
     expect(
       await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.ownerReferences[0].kind}"),
     ).toBe("Nginx");
@@ -120,10 +154,7 @@ describe("nginx operator", () => {
 
   it("follows scaling up and down", async () => {
     for (const count of [5, 1]) {
-      expect(
-        (await k(["-n", "web", "patch", "nginx", "web", "--type=merge", "-p", `{"spec":{"count":${count}}}`]))
-          .code,
-      ).toBe(0);
+      expect((await patchNginx("web", "web", `{"spec":{"replicas":${count}}}`)).code).toBe(0);
       await until(
         async () =>
           (await jsonpath(["-n", "web", "get", "nginx", "web"], "{.status.readyCount}")) === String(count),
@@ -154,20 +185,49 @@ describe("nginx operator", () => {
   });
 
   it("rejects an invalid count with the API server's message", async () => {
-    const bad = await k([
-      "-n",
-      "web",
-      "patch",
-      "nginx",
-      "web",
-      "--type=merge",
-      "-p",
-      '{"spec":{"count":101}}',
-    ]);
+    const bad = await patchNginx("web", "web", '{"spec":{"replicas":101}}');
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain(
-      "spec.count: Invalid value: 101: spec.count in body should be less than or equal to 100",
+      "spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100",
     );
+  });
+
+  it("refuses an image from a registry the operator does not allow, with its webhook's message", async () => {
+    const bad = await patchNginx("web", "web", '{"spec":{"image":"quay.io/nginx/nginx-unprivileged:1.27"}}');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain(
+      'admission webhook "validate.nginxes.proxy.example.com" denied the request: spec.image: registry "quay.io" is not allowed; allowed: docker.io, registry.k8s.io, ghcr.io',
+    );
+    // Allowed but unpinned: accepted, with a warning kubectl prints.
+    const unpinned = await patchNginx("web", "web", '{"spec":{"image":"nginx"}}');
+    expect(unpinned.code, unpinned.stderr).toBe(0);
+    expect(unpinned.stderr).toContain(
+      "Warning: spec.image docker.io/library/nginx:latest is not pinned: pods may run different versions",
+    );
+    expect(await jsonpath(["-n", "web", "get", "nginx", "web"], "{.spec.image}")).toBe(
+      "docker.io/library/nginx:latest",
+    );
+  });
+
+  it("serves the first release's v1alpha1 (count) through its conversion webhook", async () => {
+    const applied = await k(["-n", "web", "apply", "-f", join(root, "config/samples/nginx-v1alpha1.yaml")]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stderr).toContain("proxy.example.com/v1alpha1 Nginx is deprecated");
+    // Stored as v1: read in either version, nothing lost.
+    expect(
+      await jsonpath(["-n", "web", "get", "nginxes.v1.proxy.example.com", "legacy"], "{.spec.replicas}"),
+    ).toBe("2");
+    expect(
+      await jsonpath(["-n", "web", "get", "nginxes.v1alpha1.proxy.example.com", "legacy"], "{.spec.count}"),
+    ).toBe("2");
+    await until(
+      async () => (await jsonpath(["-n", "web", "get", "nginx", "legacy"], "{.status.readyCount}")) === "2",
+      60_000,
+      "the v1alpha1 Nginx to run 2 pods",
+    );
+    const table = await k(["-n", "web", "get", "nginxes.v1alpha1.proxy.example.com", "legacy"]);
+    expect(table.stdout).toMatch(/legacy\s+2\s+2\s+True/);
+    expect((await k(["-n", "web", "delete", "nginx", "legacy", "--wait=false"])).code).toBe(0);
   });
 
   it("serves metrics with controller-runtime's names and is ready", async () => {
@@ -209,47 +269,50 @@ describe("nginx operator", () => {
     );
     operator.process.kill("SIGTERM");
     expect(await operator.exited).toBe(0);
+    // The replicas below run without webhooks; nothing may call a server that is gone.
+    expect(
+      (
+        await k([
+          "delete",
+          "mutatingwebhookconfiguration/nginx-operator-mutating",
+          "validatingwebhookconfiguration/nginx-operator-validating",
+        ])
+      ).code,
+    ).toBe(0);
   });
 });
 
 describe("nginx operator's generated config", () => {
   it("is up to date with its resource and controller (kubeloop generate --check)", () => {
     const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
-    const check = spawnSync(
-      process.execPath,
-      [
-        cli,
-        "generate",
-        "--resources",
-        "src/resources.ts",
-        "--controllers",
-        "src/nginx.ts",
-        "--name",
-        "nginx-operator",
-        "--image",
-        "ghcr.io/example/nginx-operator:0.1.0",
-        "--check",
-      ],
-      {
-        cwd: root,
-        encoding: "utf8",
-      },
-    );
+    // The project's package.json ("kubeloop" section) says what to read.
+    const check = spawnSync(process.execPath, [cli, "generate", "--check"], { cwd: root, encoding: "utf8" });
     expect(check.stderr).toBe("");
-    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC, manifests)");
+    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC, webhooks, manifests)");
     expect(check.status).toBe(0);
   });
 
-  it("passes the API server's validation (kubectl apply --dry-run=server)", async () => {
+  it("passes the API server's validation (kubectl apply/replace --dry-run=server)", async () => {
     // Namespaced objects can be checked only in a namespace that exists.
     expect((await k(["create", "namespace", "nginx-operator-system"])).code).toBe(0);
-    const dirs = ["config/crd", "config/rbac", "config/manager"].flatMap((dir) => ["-f", join(root, dir)]);
+    const dirs = ["config/rbac", "config/webhook", "config/manager"].flatMap((dir) => [
+      "-f",
+      join(root, dir),
+    ]);
     const dry = await k(["apply", "--dry-run=server", ...dirs]);
     expect(dry.code, dry.stderr).toBe(0);
+    // The CRD is installed already, pointed at the local webhook server: an apply would merge the
+    // two client configs, so replace it whole, as a fresh install would write it.
+    const crd = await k(["replace", "--dry-run=server", "-f", join(root, "config/crd")]);
+    expect(crd.code, crd.stderr).toBe(0);
+    expect(crd.stdout).toContain("customresourcedefinition.apiextensions.k8s.io/nginxes.proxy.example.com");
     for (const object of [
       "clusterrole.rbac.authorization.k8s.io/nginx-operator",
       "deployment.apps/nginx-operator",
       "service/nginx-operator-metrics",
+      "service/nginx-operator-webhook-service",
+      "validatingwebhookconfiguration.admissionregistration.k8s.io/nginx-operator-validating",
+      "mutatingwebhookconfiguration.admissionregistration.k8s.io/nginx-operator-mutating",
     ]) {
       expect(dry.stdout).toContain(object);
     }
@@ -273,7 +336,7 @@ describe("nginx operator under the generated RBAC only", () => {
       ).code,
     ).toBe(0);
     expect((await k(["create", "namespace", "rbac"])).code).toBe(0);
-    const operator = await startOperator({ KUBECONFIG: user.kubeconfigPath });
+    const operator = await startOperator({ KUBECONFIG: user.kubeconfigPath, ENABLE_WEBHOOKS: "false" });
     expect((await k(["-n", "rbac", "apply", "-f", join(root, "config/samples/nginx.yaml")])).code).toBe(0);
     await until(
       async () => (await jsonpath(["-n", "rbac", "get", "nginx", "web"], "{.status.readyCount}")) === "3",
@@ -291,7 +354,7 @@ describe("nginx operator under the generated RBAC only", () => {
     };
     parsed.rules = parsed.rules.filter((rule) => !rule.resources.includes("pods"));
     expect((await k(["replace", "-f", "-"], JSON.stringify(parsed))).code).toBe(0);
-    const crippled = await startOperator({ KUBECONFIG: user.kubeconfigPath });
+    const crippled = await startOperator({ KUBECONFIG: user.kubeconfigPath, ENABLE_WEBHOOKS: "false" });
     let body = "";
     await until(
       async () => {
@@ -312,7 +375,7 @@ describe("nginx operator under the generated RBAC only", () => {
 describe("nginx operator, two replicas with leader election", () => {
   it("reconciles with one replica only, and fails over to the other when the leader is killed", async () => {
     expect((await k(["create", "namespace", "ha"])).code).toBe(0);
-    const env = { LEADER_ELECT: "true", LEADER_ELECTION_NAMESPACE: "ha" };
+    const env = { LEADER_ELECT: "true", LEADER_ELECTION_NAMESPACE: "ha", ENABLE_WEBHOOKS: "false" };
     const a = await startOperator(env);
     await until(
       async () =>
@@ -347,9 +410,7 @@ describe("nginx operator, two replicas with leader election", () => {
     // record can be up to one jittered retry period (2.4 s) older than the kill, and its next try
     // comes up to one more later: 19.8 s at most, plus this test's polling on a loaded machine.
     expect(Date.now() - killedAt).toBeLessThan(15_000 + 2 * 2_400 + 3_000);
-    expect(
-      (await k(["-n", "ha", "patch", "nginx", "web", "--type=merge", "-p", '{"spec":{"count":2}}'])).code,
-    ).toBe(0);
+    expect((await patchNginx("ha", "web", '{"spec":{"replicas":2}}')).code).toBe(0);
     await until(
       async () => (await jsonpath(["-n", "ha", "get", "nginx", "web"], "{.status.readyCount}")) === "2",
       60_000,

@@ -68,3 +68,61 @@ describe("kubeloop generate", () => {
     expect(result.stderr).toContain("empty.mjs exports no defineResource(…) definitions");
   });
 });
+
+describe("kubeloop generate with webhooks", () => {
+  const webhookModule = join(import.meta.dirname, "../../dist/webhook/index.js");
+
+  function writeVersioned(withConversion: boolean): void {
+    writeFileSync(
+      join(dir, "versioned.mjs"),
+      `import Type from "typebox";
+import { defineResource } from ${JSON.stringify(resourcesModule)};
+export const Dial = defineResource({
+  group: "gen.kubeloop.dev", version: "v1", kind: "Dial",
+  spec: Type.Object({ level: Type.Integer() }),
+  otherVersions: [{ version: "v1alpha1", spec: Type.Object({ volume: Type.Integer() }) }],
+});
+`,
+    );
+    writeFileSync(
+      join(dir, "hooks.mjs"),
+      `import { defineWebhooks } from ${JSON.stringify(webhookModule)};
+import { Dial } from "./versioned.mjs";
+export const dialWebhooks = defineWebhooks(Dial, {
+  validate: () => ({ allowed: true }),
+  ${withConversion ? "convert: { hub: 'v1', toHub: { v1alpha1: (o) => o }, fromHub: { v1alpha1: (o) => o } }," : ""}
+});
+`,
+    );
+  }
+
+  const run = (...args: string[]) =>
+    spawnSync(
+      process.execPath,
+      [cli, "generate", "--resources", "versioned.mjs", "--out", "hooked", "--name", "dials", ...args],
+      { cwd: dir, encoding: "utf8" },
+    );
+
+  it("writes the webhook configurations and the CRD's conversion section pointing at the same paths", () => {
+    writeVersioned(true);
+    const result = run("--webhooks", "hooks.mjs");
+    expect(result.status, result.stderr).toBe(0);
+    const hooks = readFileSync(join(dir, "hooked/webhook/manifests.yaml"), "utf8");
+    expect(hooks).toContain("kind: ValidatingWebhookConfiguration");
+    expect(hooks).toContain("path: /validate-gen-kubeloop-dev-v1-dial");
+    expect(hooks).toContain("name: dials-webhook-service");
+    expect(hooks).not.toContain("MutatingWebhookConfiguration");
+    const crd = readFileSync(join(dir, "hooked/crd/dials.gen.kubeloop.dev.yaml"), "utf8");
+    expect(crd).toContain("path: /convert-gen-kubeloop-dev-dial");
+    expect(run("--webhooks", "hooks.mjs", "--check").status).toBe(0);
+  });
+
+  it("refuses several versions without a conversion webhook, saying what to add", () => {
+    writeVersioned(false);
+    const result = run("--webhooks", "hooks.mjs");
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      "Dial has 2 versions but no conversion: export defineWebhooks(Dial, { convert: … }) from the webhooks module",
+    );
+  });
+});

@@ -10,15 +10,28 @@ export interface ManifestOptions {
   name: string;
   namespace: string;
   image: string;
+  /** The operator serves webhooks: a webhook port, the serving certificate's Secret, a Service. */
+  webhooks?: boolean;
 }
 
 /** Port defaults shared with the Manager (metrics 8080, probes 8081). */
 const METRICS_PORT = 8080;
 const PROBES_PORT = 8081;
+const WEBHOOK_PORT = 9443;
+const CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
-export function deployManifests({ name, namespace, image }: ManifestOptions): [string, object[]][] {
+/** The Secret with the webhook server's `tls.crt` and `tls.key` (cert-manager's layout). */
+export function webhookCertSecret(name: string): string {
+  return `${name}-webhook-server-cert`;
+}
+
+export function webhookServiceName(name: string): string {
+  return `${name}-webhook-service`;
+}
+
+export function deployManifests({ name, namespace, image, webhooks }: ManifestOptions): [string, object[]][] {
   const labels = { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
-  return [
+  const files: [string, object[]][] = [
     [
       "namespace.yaml",
       [
@@ -75,11 +88,21 @@ export function deployManifests({ name, namespace, image }: ManifestOptions): [s
                       { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
                       { name: "METRICS_PORT", value: String(METRICS_PORT) },
                       { name: "PROBE_PORT", value: String(PROBES_PORT) },
+                      ...(webhooks
+                        ? [
+                            { name: "WEBHOOK_PORT", value: String(WEBHOOK_PORT) },
+                            { name: "WEBHOOK_CERT_DIR", value: CERT_DIR },
+                          ]
+                        : []),
                     ],
                     ports: [
                       { name: "metrics", containerPort: METRICS_PORT },
                       { name: "probes", containerPort: PROBES_PORT },
+                      ...(webhooks ? [{ name: "webhooks", containerPort: WEBHOOK_PORT }] : []),
                     ],
+                    ...(webhooks
+                      ? { volumeMounts: [{ name: "webhook-certs", mountPath: CERT_DIR, readOnly: true }] }
+                      : {}),
                     livenessProbe: {
                       httpGet: { path: "/healthz", port: "probes" },
                       initialDelaySeconds: 15,
@@ -101,6 +124,9 @@ export function deployManifests({ name, namespace, image }: ManifestOptions): [s
                     },
                   },
                 ],
+                ...(webhooks
+                  ? { volumes: [{ name: "webhook-certs", secret: { secretName: webhookCertSecret(name) } }] }
+                  : {}),
               },
             },
           },
@@ -119,4 +145,18 @@ export function deployManifests({ name, namespace, image }: ManifestOptions): [s
       ],
     ],
   ];
+  if (webhooks) {
+    files.push([
+      "webhook-service.yaml",
+      [
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: webhookServiceName(name), namespace, labels },
+          spec: { selector: labels, ports: [{ name: "webhooks", port: 443, targetPort: "webhooks" }] },
+        },
+      ],
+    ]);
+  }
+  return files;
 }

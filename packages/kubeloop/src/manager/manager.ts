@@ -6,6 +6,8 @@ import { loadConfig } from "../client/config.js";
 import type { KubeObject } from "../client/types.js";
 import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/controller.js";
 import { EventRecorder } from "../resources/events.js";
+import type { WebhookDefinition } from "../webhook/define-webhooks.js";
+import { DEFAULT_WEBHOOK_PORT, WebhookServer, type WebhookServerOptions } from "../webhook/server.js";
 import { HealthServer } from "./health.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
@@ -49,6 +51,13 @@ export interface ManagerOptions {
   probes?: false | { port?: number; host?: string };
   /** `/metrics`. Default port 8080 (controller-runtime's); the probes' port to share it; `false` for none. */
   metrics?: false | { port?: number; host?: string };
+  /**
+   * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
+   * from `$WEBHOOK_CERT_DIR` or /tmp/k8s-webhook-server/serving-certs (controller-runtime's). It
+   * runs on every replica, leader or not, and starts before the caches: reading a kind through
+   * its conversion webhook needs it.
+   */
+  webhooks?: WebhookServerOptions;
   /** A pino logger. Default: JSON on stdout at `$LOG_LEVEL` (default `info`). */
   logger?: Logger;
   /** How long informers may take to sync before start fails with their errors. Default 2 minutes. */
@@ -77,6 +86,8 @@ export class Manager {
   private readonly options: ManagerOptions;
   private readonly controllers: Controller<KubeObject>[] = [];
   private readonly recorders: EventRecorder[] = [];
+  private readonly webhookDefinitions: WebhookDefinition[] = [];
+  private webhookServer: WebhookServer | undefined;
   private probeServer: HealthServer | undefined;
   private metricsServer: HealthServer | undefined;
   private clientInstance: Client | undefined;
@@ -110,12 +121,13 @@ export class Manager {
     return this.registryInstance;
   }
 
-  /** The ports the probe and metrics servers listen on (useful with port 0). */
-  get ports(): { probes?: number; metrics?: number } {
+  /** The ports the probe, metrics and webhook servers listen on (useful with port 0). */
+  get ports(): { probes?: number; metrics?: number; webhooks?: number } {
     const metrics = this.metricsServer ?? (this.sharesPort ? this.probeServer : undefined);
     return {
       ...(this.probeServer ? { probes: this.probeServer.port } : {}),
       ...(metrics ? { metrics: metrics.port } : {}),
+      ...(this.webhookServer ? { webhooks: this.webhookServer.port } : {}),
     };
   }
 
@@ -138,6 +150,12 @@ export class Manager {
       );
     }
     this.controllers.push(controller as unknown as Controller<KubeObject>);
+    return this;
+  }
+
+  /** Serves these webhooks (see `defineWebhooks`) from the manager's webhook server. */
+  addWebhooks(...definitions: WebhookDefinition[]): this {
+    this.webhookDefinitions.push(...definitions);
     return this;
   }
 
@@ -239,8 +257,24 @@ export class Manager {
       });
       server.addHealthCheck("ping", () => {});
       server.addReadyCheck("informers", () => this.checkInformers());
+      if (this.webhookDefinitions.length) {
+        server.addReadyCheck("webhooks", () => {
+          if (!this.webhookServer?.listening) throw new Error("the webhook server is not listening");
+        });
+      }
       await server.start();
       this.probeServer = server;
+    }
+    if (this.webhookDefinitions.length) {
+      const options = this.options.webhooks ?? {};
+      const webhooks = new WebhookServer({
+        ...options,
+        port: options.port ?? Number(process.env.WEBHOOK_PORT || DEFAULT_WEBHOOK_PORT),
+        ...(options.cert ? {} : { certDir: options.certDir ?? defaultCertDir() }),
+      }).register(...this.webhookDefinitions);
+      await webhooks.start();
+      this.webhookServer = webhooks;
+      this.logger.info({ port: webhooks.port, paths: webhooks.paths }, "webhooks serving");
     }
     if (metrics !== false && !this.sharesPort) {
       const server = new HealthServer({
@@ -309,7 +343,7 @@ export class Manager {
     await this.elector?.stop();
     await this.registryInstance?.stopAll();
     await Promise.all(this.recorders.map((r) => r.close()));
-    await Promise.all([this.probeServer?.close(), this.metricsServer?.close()]);
+    await Promise.all([this.probeServer?.close(), this.metricsServer?.close(), this.webhookServer?.close()]);
     if (this.ownsClient) await this.clientInstance?.close();
     this.logger.info("stopped");
     this.resolveStopped();
@@ -355,4 +389,8 @@ function defaultNamespace(client: Client): string {
   if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
   if (existsSync(SERVICE_ACCOUNT_NAMESPACE)) return readFileSync(SERVICE_ACCOUNT_NAMESPACE, "utf8").trim();
   return client.defaultNamespace;
+}
+
+function defaultCertDir(): string {
+  return process.env.WEBHOOK_CERT_DIR || "/tmp/k8s-webhook-server/serving-certs";
 }

@@ -74,6 +74,10 @@ export interface OtherVersion {
   served?: boolean;
   deprecated?: boolean;
   deprecationWarning?: string;
+  /** This version's columns, when its fields differ from the typed version's. Default: those. */
+  printerColumns?: PrinterColumn[];
+  /** This version's scale paths, when its fields differ. Default: the typed version's. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
 }
 
 /** The object type of a defined resource. */
@@ -144,13 +148,19 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
   plural: string,
   scope: "Namespaced" | "Cluster",
 ): CustomResourceDefinition {
-  const subresources: Record<string, unknown> = {};
-  if (options.status) subresources.status = {};
-  if (options.scale) subresources.scale = options.scale;
-  const columns = options.printerColumns ?? [];
-  const printerColumns = columns.some((c) => c.name === "Age")
-    ? columns
-    : [...columns, { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" }];
+  const subresourcesOf = (version: OtherVersion) => {
+    const subresources: Record<string, unknown> = {};
+    if (version.status) subresources.status = {};
+    const scale = version.scale ?? options.scale;
+    if (scale) subresources.scale = scale;
+    return subresources;
+  };
+  const columnsOf = (version: OtherVersion) => {
+    const columns = version.printerColumns ?? options.printerColumns ?? [];
+    return columns.some((c) => c.name === "Age")
+      ? columns
+      : [...columns, { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" }];
+  };
   const storage = options.storageVersion ?? options.version;
   const all: OtherVersion[] = [
     { version: options.version, spec: options.spec, ...(options.status ? { status: options.status } : {}) },
@@ -158,16 +168,19 @@ function buildCrd<Spec extends TSchema, Status extends TSchema>(
   ];
   if (!all.some((v) => v.version === storage))
     throw new SchemaError(`storageVersion "${storage}" is not one of the versions`);
-  const versions = all.map((v) => ({
-    name: v.version,
-    served: v.served ?? true,
-    storage: v.version === storage,
-    ...(v.deprecated ? { deprecated: true } : {}),
-    ...(v.deprecationWarning ? { deprecationWarning: v.deprecationWarning } : {}),
-    schema: { openAPIV3Schema: rootSchema(v, options.description) },
-    ...(Object.keys(subresources).length ? { subresources } : {}),
-    additionalPrinterColumns: printerColumns,
-  }));
+  const versions = all.map((v) => {
+    const subresources = subresourcesOf(v);
+    return {
+      name: v.version,
+      served: v.served ?? true,
+      storage: v.version === storage,
+      ...(v.deprecated ? { deprecated: true } : {}),
+      ...(v.deprecationWarning ? { deprecationWarning: v.deprecationWarning } : {}),
+      schema: { openAPIV3Schema: rootSchema(v, options.description) },
+      ...(Object.keys(subresources).length ? { subresources } : {}),
+      additionalPrinterColumns: columnsOf(v),
+    };
+  });
   const conversion = options.conversion;
   const clientConfig = conversion
     ? {

@@ -28,20 +28,28 @@ const MANIFEST_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 /** envtest waits 10 s; CRDs with large schemas on a busy 2-core machine deserve more. */
 export const CRD_READY_TIMEOUT_MS = 30_000;
 
-/** Reads every CustomResourceDefinition in the given files and folders (folders recursively). */
-export function readCrds(paths: string[]): CrdObject[] {
-  const crds: CrdObject[] = [];
+/** Reads every object in the given YAML/JSON files and folders (folders recursively, sorted). */
+export function readManifests(paths: string[]): Record<string, unknown>[] {
+  const objects: Record<string, unknown>[] = [];
   for (const path of paths) {
     for (const file of manifestFiles(path)) {
       for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
         if (doc.errors.length > 0) {
           throw new ControlPlaneError(`${file} is not valid YAML: ${doc.errors[0]?.message}`);
         }
-        const object = doc.toJS() as { kind?: string } | null;
-        if (object?.kind === "CustomResourceDefinition") crds.push(object as CrdObject);
+        const object = doc.toJS() as Record<string, unknown> | null;
+        if (object) objects.push(object);
       }
     }
   }
+  return objects;
+}
+
+/** Reads every CustomResourceDefinition in the given files and folders (folders recursively). */
+export function readCrds(paths: string[]): CrdObject[] {
+  const crds = readManifests(paths).filter(
+    (o) => o.kind === "CustomResourceDefinition",
+  ) as unknown as CrdObject[];
   if (crds.length === 0) {
     throw new ControlPlaneError(`No CustomResourceDefinition found in ${paths.join(", ")}`);
   }
@@ -53,7 +61,7 @@ function manifestFiles(path: string): string[] {
   try {
     stat = statSync(path);
   } catch {
-    throw new ControlPlaneError(`CRD path ${path} does not exist`);
+    throw new ControlPlaneError(`${path} does not exist`);
   }
   if (stat.isFile()) return [path];
   return readdirSync(path)

@@ -36,6 +36,7 @@ export {
   type Profile,
   type UserCredentials,
 } from "./control-plane.js";
-export type { CrdObject } from "./crds.js";
+export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
+export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";

@@ -9,6 +9,17 @@
  * await webhooks.start();
  * ```
  */
+export {
+  defineWebhooks,
+  isWebhookDefinition,
+  type LabelSelector,
+  type WebhookConfigurations,
+  type WebhookDefinition,
+  type WebhookParts,
+  type WebhookTarget,
+  webhookConfigurations,
+  withConversion,
+} from "./define-webhooks.js";
 export { jsonPatch, type PatchOperation } from "./json-patch.js";
 export {
   type AdmissionRequest,

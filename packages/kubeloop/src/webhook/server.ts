@@ -1,7 +1,8 @@
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { join } from "node:path";
 import type { KubeObject } from "../client/types.js";
+import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
 
 /**
@@ -174,6 +175,25 @@ export class WebhookServer {
     return this;
   }
 
+  /** Serves what `defineWebhooks` declared, at the paths the generated configurations name. */
+  register(...definitions: WebhookDefinition[]): this {
+    for (const { parts, paths } of definitions) {
+      if (parts.default && paths.default) this.defaulting(paths.default, parts.default);
+      if (parts.validate && paths.validate) this.validating(paths.validate, parts.validate);
+      if (parts.convert && paths.convert) this.conversion(paths.convert, parts.convert);
+    }
+    return this;
+  }
+
+  /** The paths served, for logs and readiness. */
+  get paths(): string[] {
+    return [...this.handlers.keys()].sort();
+  }
+
+  get listening(): boolean {
+    return this.server?.listening ?? false;
+  }
+
   async start(): Promise<void> {
     const server = createServer(this.readTls(), (req, res) => {
       const handler = this.handlers.get((req.url ?? "").split("?")[0] ?? "");
@@ -259,6 +279,12 @@ export class WebhookServer {
   private readTls(): { cert: string; key: string } {
     const dir = this.options.certDir;
     if (!dir) return { cert: this.options.cert as string, key: this.options.key as string };
+    for (const file of ["tls.crt", "tls.key"]) {
+      if (!existsSync(join(dir, file)))
+        throw new Error(
+          `webhook certificate missing: ${join(dir, file)} (mount the serving certificate there, or set WEBHOOK_CERT_DIR)`,
+        );
+    }
     this.certStamp = this.stampOf(dir);
     return {
       cert: readFileSync(join(dir, "tls.crt"), "utf8"),

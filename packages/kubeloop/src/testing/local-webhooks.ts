@@ -1,0 +1,78 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CertificateAuthority } from "./pki.js";
+import { freePorts } from "./ports.js";
+
+/**
+ * Webhooks served from this machine to a local API server (tests, `kubeloop run`): a throwaway CA,
+ * a serving certificate for 127.0.0.1/localhost in a cert folder, and `rewrite()`, which points the
+ * generated manifests (written for a Service in the cluster) at `https://127.0.0.1:<port>` with
+ * that CA — envtest's approach, so the same config/ files serve both.
+ *
+ * @example
+ * ```ts
+ * import { localWebhookServing } from "kubeloop/testing";
+ * const serving = await localWebhookServing();
+ * const manager = new Manager({ webhooks: { certDir: serving.certDir, port: serving.port } });
+ * await plane.installCrdObjects(serving.rewrite(crds));
+ * ```
+ */
+export interface LocalWebhookServing {
+  /** Holds `tls.crt` and `tls.key`. */
+  readonly certDir: string;
+  /** Base64 PEM of the CA, as `caBundle` fields want it. */
+  readonly caBundle: string;
+  readonly port: number;
+  /** Copies of the objects with every webhook Service reference turned into the local URL. */
+  rewrite<T extends object>(objects: readonly T[]): T[];
+  /** Removes the cert folder. */
+  dispose(): void;
+}
+
+export async function localWebhookServing(options: { port?: number } = {}): Promise<LocalWebhookServing> {
+  const port = options.port ?? (await freePorts(1))[0];
+  if (port === undefined) throw new Error("no free port for the webhook server");
+  const ca = CertificateAuthority.create("kubeloop-local-webhooks");
+  const serving = ca.issueServing({
+    commonName: "localhost",
+    dnsNames: ["localhost"],
+    ipAddresses: ["127.0.0.1"],
+  });
+  const certDir = mkdtempSync(join(tmpdir(), "kubeloop-webhook-certs-"));
+  writeFileSync(join(certDir, "tls.crt"), serving.cert);
+  writeFileSync(join(certDir, "tls.key"), serving.key, { mode: 0o600 });
+  const caBundle = Buffer.from(ca.cert).toString("base64");
+  const toUrl = (config: { service?: { path?: string } }) => {
+    const { service, ...rest } = config;
+    return { ...rest, url: `https://127.0.0.1:${port}${service?.path ?? "/"}`, caBundle };
+  };
+  return {
+    certDir,
+    caBundle,
+    port,
+    rewrite: (objects) => objects.map((object) => pointAtLocal(structuredClone(object), toUrl)),
+    dispose: () => rmSync(certDir, { recursive: true, force: true }),
+  };
+}
+
+type ClientConfig = { service?: { path?: string }; url?: string; caBundle?: string };
+
+/** Rewrites `clientConfig` of CRD conversion sections and of admission webhook configurations. */
+function pointAtLocal<T extends object>(object: T, toUrl: (config: ClientConfig) => ClientConfig): T {
+  const typed = object as {
+    kind?: string;
+    spec?: { conversion?: { webhook?: { clientConfig?: ClientConfig } } };
+    webhooks?: { clientConfig?: ClientConfig }[];
+  };
+  const conversion = typed.spec?.conversion?.webhook;
+  if (typed.kind === "CustomResourceDefinition" && conversion?.clientConfig) {
+    conversion.clientConfig = toUrl(conversion.clientConfig);
+  }
+  if (typed.kind === "MutatingWebhookConfiguration" || typed.kind === "ValidatingWebhookConfiguration") {
+    for (const webhook of typed.webhooks ?? []) {
+      if (webhook.clientConfig) webhook.clientConfig = toUrl(webhook.clientConfig);
+    }
+  }
+  return object;
+}
