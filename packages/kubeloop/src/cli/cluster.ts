@@ -33,7 +33,7 @@ const START_WAIT_MS = 180_000;
 /** A supervisor stops the plane within ~15 s; after this it is killed. */
 const STOP_WAIT_MS = 60_000;
 
-interface ClusterState {
+export interface ClusterState {
   phase: "starting" | "ready" | "failed" | "stopping";
   pid: number;
   profile: Profile;
@@ -297,7 +297,8 @@ function writeState(dir: string, state: ClusterState): void {
   renameSync(`${path}.tmp`, path);
 }
 
-function liveState(dir: string): ClusterState | undefined {
+/** The cluster running from this folder, if any (`kubeloop run` reuses it). */
+export function liveState(dir: string): ClusterState | undefined {
   const state = readState(dir);
   return state && isProcessAlive(state.pid) && state.phase !== "failed" ? state : undefined;
 }

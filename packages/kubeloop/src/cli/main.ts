@@ -2,15 +2,21 @@
 import { assetsCommand } from "./assets.js";
 import { clusterCommand } from "./cluster.js";
 import { createCommand } from "./create-api.js";
+import { deployCommand, undeployCommand } from "./deploy.js";
 import { CliError } from "./errors.js";
 import { generateCommand } from "./generate.js";
 import { initCommand } from "./init.js";
+import { installCommand, uninstallCommand } from "./install.js";
+import { runCommand } from "./run.js";
 
 const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
 
 Usage:
   kubeloop init [FOLDER] [--name N] [--domain D]   a new operator project
   kubeloop create api --group G --version V --kind K [--namespaced=false] [--webhook default,validate,convert]
+  kubeloop run                 run the project's manager on the current cluster (or a local one), restart on change
+  kubeloop install|uninstall   the project's CRDs on the current cluster
+  kubeloop deploy [--image I]  the whole operator on the current cluster; undeploy removes it
   kubeloop cluster start [--profile apiserver|cluster] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop [--dir DIR]
@@ -31,6 +37,16 @@ async function main(argv: string[]): Promise<number> {
       return initCommand(rest);
     case "create":
       return createCommand(rest);
+    case "run":
+      return runCommand(rest);
+    case "install":
+      return installCommand(rest);
+    case "uninstall":
+      return uninstallCommand(rest);
+    case "deploy":
+      return deployCommand(rest);
+    case "undeploy":
+      return undeployCommand(rest);
     case "generate":
       return generateCommand(rest);
     case undefined:
