@@ -3,7 +3,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
-import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRules } from "../controller/rbac.js";
+import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/rbac.js";
 import type { CustomResourceDefinition } from "../resources/define-resource.js";
 import {
   isWebhookDefinition,
@@ -12,7 +12,7 @@ import {
   withConversion,
 } from "../webhook/define-webhooks.js";
 import { CliError } from "./errors.js";
-import { deployManifests, webhookServiceName } from "./manifests.js";
+import { deployManifests, type RoleScopes, webhookServiceName } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
 
 /**
@@ -99,10 +99,11 @@ export async function generateCommand(argv: string[]): Promise<number> {
     }
     wanted.set(join("crd", `${crd.metadata.name}.yaml`), render(crd));
   }
+  let roles: RoleScopes | undefined;
   if (controllersPath) {
-    for (const [file, object] of await rbacFiles(controllersPath, name, namespace)) {
-      wanted.set(join("rbac", file), render(object));
-    }
+    const rbac = await rbacFiles(controllersPath, name, namespace);
+    for (const [file, objects] of rbac.files) wanted.set(join("rbac", file), renderAll(objects));
+    roles = rbac.roles;
   }
   if (webhooks.length) {
     const { mutating, validating } = webhookConfigurations(name, webhooks, target);
@@ -110,7 +111,13 @@ export async function generateCommand(argv: string[]): Promise<number> {
     if (configurations.length) wanted.set(join("webhook", "manifests.yaml"), renderAll(configurations));
   }
   if (image) {
-    const manifests = deployManifests({ name, namespace, image, webhooks: webhooks.length > 0 });
+    const manifests = deployManifests({
+      name,
+      namespace,
+      image,
+      webhooks: webhooks.length > 0,
+      ...(roles ? { roles } : {}),
+    });
     for (const [file, objects] of manifests) wanted.set(join("manager", file), renderAll(objects));
   }
   const generatedBefore = FOLDERS.flatMap((sub) => {
@@ -181,30 +188,45 @@ function renderAll(objects: object[]): string {
   return HEADER + objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
 }
 
-/** The operator's ClusterRole (from its controllers) and its leader-election Role. */
+/**
+ * The operator's roles (from its controllers): a ClusterRole for what is cluster-wide, a Role per
+ * namespace its namespace-bound controllers work in; and its leader-election Role.
+ */
 async function rbacFiles(
   modulePath: string,
   name: string,
-  namespace: string | undefined,
-): Promise<[string, object][]> {
+  namespace: string,
+): Promise<{ files: [string, object[]][]; roles: RoleScopes }> {
   const controllers = (await exportsOf(modulePath, "--controllers")).filter(isController);
   if (controllers.length === 0) throw new CliError(`${shown(modulePath)} exports no controllers`);
   const rbac = { apiVersion: "rbac.authorization.k8s.io/v1" };
-  return [
-    [
-      "role.yaml",
-      { ...rbac, kind: "ClusterRole", metadata: { name }, rules: rbacRules(controllers.map((c) => c.spec)) },
-    ],
-    [
-      "leader-election-role.yaml",
-      {
-        ...rbac,
-        kind: "Role",
-        metadata: { name: `${name}-leader-election`, ...(namespace ? { namespace } : {}) },
-        rules: LEADER_ELECTION_RULES,
-      },
-    ],
+  const { cluster, namespaced } = rbacRoles(controllers.map((c) => c.spec));
+  const roles: object[] = [
+    ...(cluster.length ? [{ ...rbac, kind: "ClusterRole", metadata: { name }, rules: cluster }] : []),
+    ...Object.entries(namespaced).map(([ns, rules]) => ({
+      ...rbac,
+      kind: "Role",
+      metadata: { name, namespace: ns },
+      rules,
+    })),
   ];
+  return {
+    files: [
+      ["role.yaml", roles],
+      [
+        "leader-election-role.yaml",
+        [
+          {
+            ...rbac,
+            kind: "Role",
+            metadata: { name: `${name}-leader-election`, namespace },
+            rules: LEADER_ELECTION_RULES,
+          },
+        ],
+      ],
+    ],
+    roles: { cluster: cluster.length > 0, namespaces: Object.keys(namespaced) },
+  };
 }
 
 function isController(value: unknown): value is { spec: DeclaredTypes } {

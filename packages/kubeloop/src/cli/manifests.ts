@@ -12,6 +12,14 @@ export interface ManifestOptions {
   image: string;
   /** The operator serves webhooks: a webhook port, the serving certificate's Secret, a Service. */
   webhooks?: boolean;
+  /** Which generated roles to bind (default: the ClusterRole only). */
+  roles?: RoleScopes;
+}
+
+/** The generated operator roles: a ClusterRole, and Roles (all named after the operator) in these namespaces. */
+export interface RoleScopes {
+  cluster: boolean;
+  namespaces: string[];
 }
 
 /** Port defaults shared with the Manager (metrics 8080, probes 8081). */
@@ -29,7 +37,14 @@ export function webhookServiceName(name: string): string {
   return `${name}-webhook-service`;
 }
 
-export function deployManifests({ name, namespace, image, webhooks }: ManifestOptions): [string, object[]][] {
+export function deployManifests({
+  name,
+  namespace,
+  image,
+  webhooks,
+  roles = { cluster: true, namespaces: [] },
+}: ManifestOptions): [string, object[]][] {
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
   const labels = { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
   const files: [string, object[]][] = [
     [
@@ -46,19 +61,30 @@ export function deployManifests({ name, namespace, image, webhooks }: ManifestOp
     [
       "role-bindings.yaml",
       [
-        {
+        ...(roles.cluster
+          ? [
+              {
+                apiVersion: "rbac.authorization.k8s.io/v1",
+                kind: "ClusterRoleBinding",
+                metadata: { name },
+                roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+                subjects,
+              },
+            ]
+          : []),
+        ...roles.namespaces.map((ns) => ({
           apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "ClusterRoleBinding",
-          metadata: { name },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-          subjects: [{ kind: "ServiceAccount", name, namespace }],
-        },
+          kind: "RoleBinding",
+          metadata: { name, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+          subjects,
+        })),
         {
           apiVersion: "rbac.authorization.k8s.io/v1",
           kind: "RoleBinding",
           metadata: { name: `${name}-leader-election`, namespace },
           roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-leader-election` },
-          subjects: [{ kind: "ServiceAccount", name, namespace }],
+          subjects,
         },
       ],
     ],

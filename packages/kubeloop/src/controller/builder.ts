@@ -9,6 +9,7 @@ import {
   type Source,
 } from "./controller.js";
 import type { Predicate } from "./predicates.js";
+import type { PolicyRule } from "./rbac.js";
 import { type Duration, parseDuration } from "./result.js";
 
 /**
@@ -37,6 +38,7 @@ export class ControllerBuilder<T extends KubeObject> {
       predicates: [],
       concurrency: DEFAULT_CONCURRENCY,
       namespace: undefined,
+      permissions: [],
     };
   }
 
@@ -92,6 +94,19 @@ export class ControllerBuilder<T extends KubeObject> {
   /** Watches and reconciles in one namespace only (the informers are scoped to it). */
   inNamespace(namespace: string): this {
     this.spec.namespace = namespace;
+    return this;
+  }
+
+  /**
+   * RBAC the reconciler needs beyond the types declared above (e.g. reading Secrets it is only
+   * told the name of); `kubeloop generate` adds these rules to the generated role as they are.
+   */
+  permits(...rules: PolicyRule[]): this {
+    for (const rule of rules) {
+      if (!rule.verbs.length || !rule.resources.length || !rule.apiGroups.length)
+        throw new TypeError("permits(…): a rule needs apiGroups, resources and verbs");
+    }
+    this.spec.permissions.push(...rules);
     return this;
   }
 

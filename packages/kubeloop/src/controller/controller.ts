@@ -11,6 +11,7 @@ import { type Condition, setCondition } from "../resources/conditions.js";
 import { type CacheReader, createContext, type EventSink, type ReconcileContext } from "./context.js";
 import { type CacheLookup, Expectations, typeKeyOf } from "./expectations.js";
 import type { Change, Predicate } from "./predicates.js";
+import type { PolicyRule } from "./rbac.js";
 import { type ReconcileResult, TerminalError } from "./result.js";
 
 /**
@@ -62,6 +63,8 @@ export interface ControllerSpec<T extends KubeObject> {
   concurrency: number;
   /** Restrict every informer of this controller to one namespace. */
   namespace: string | undefined;
+  /** RBAC rules beyond the declared types' (see `permits`). */
+  permissions: PolicyRule[];
   reconcile: Reconciler<T>;
 }
 

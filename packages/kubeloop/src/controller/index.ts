@@ -28,5 +28,12 @@ export {
 } from "./controller.js";
 export { EXPECTATION_TIMEOUT_MS } from "./expectations.js";
 export * from "./predicates.js";
-export { type DeclaredTypes, LEADER_ELECTION_RULES, type PolicyRule, rbacRules } from "./rbac.js";
+export {
+  type DeclaredTypes,
+  LEADER_ELECTION_RULES,
+  type PolicyRule,
+  type RbacRoles,
+  rbacRoles,
+  rbacRules,
+} from "./rbac.js";
 export * from "./result.js";

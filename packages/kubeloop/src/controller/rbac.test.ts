@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { resourceType } from "../client/types.js";
-import { ConfigMap, Deployment, Pod } from "../k8s/index.js";
+import { ConfigMap, Deployment, Node, Pod, Secret } from "../k8s/index.js";
 import { controller } from "./builder.js";
-import { rbacRules } from "./rbac.js";
+import { rbacRoles, rbacRules } from "./rbac.js";
 
 const Shop = resourceType("shop.example.com/v1", "Shop", { plural: "shops", namespaced: true });
 
@@ -39,5 +39,51 @@ describe("rbacRules", () => {
     expect(() => rbacRules([controller(Nameless).reconcile(() => undefined).spec])).toThrow(
       /Thing \(x\.example\.com\/v1\) has no plural/,
     );
+  });
+
+  it("adds what a controller permits beyond its types", () => {
+    const shops = controller(Shop)
+      .permits({ apiGroups: [""], resources: ["secrets"], verbs: ["get"] })
+      .reconcile(() => undefined);
+    expect(rbacRules([shops.spec])).toContainEqual({
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get"],
+    });
+    expect(() => controller(Shop).permits({ apiGroups: [""], resources: ["secrets"], verbs: [] })).toThrow(
+      "a rule needs apiGroups, resources and verbs",
+    );
+  });
+});
+
+describe("rbacRoles", () => {
+  it("puts a namespace-bound controller's namespaced grants in a Role there, cluster-scoped ones in the ClusterRole", () => {
+    const local = controller(Shop)
+      .inNamespace("team-a")
+      .owns(Secret)
+      .watches(Node, () => undefined)
+      .permits({ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] })
+      .reconcile(() => undefined);
+    const roles = rbacRoles([local.spec]);
+    expect(roles.cluster).toEqual([
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+    ]);
+    expect(Object.keys(roles.namespaced)).toEqual(["team-a"]);
+    expect(roles.namespaced["team-a"]?.map((r) => r.resources[0])).toEqual([
+      "configmaps",
+      "secrets",
+      "events",
+      "shops",
+      "shops/status",
+    ]);
+  });
+
+  it("keeps a cluster-wide controller's grants in the ClusterRole alone", () => {
+    const wide = controller(Shop)
+      .owns(Deployment)
+      .reconcile(() => undefined);
+    const roles = rbacRoles([wide.spec]);
+    expect(roles.namespaced).toEqual({});
+    expect(roles.cluster).toEqual(rbacRules([wide.spec]));
   });
 });

@@ -11,7 +11,11 @@ import type { ResourceType } from "../client/types.js";
  * - events.k8s.io Events: create and patch (the event recorder's series updates);
  * - leases, in a namespaced Role apart, for leader election.
  *
- * `extra` rules are added as they are, for what a reconciler does beyond its declarations.
+ * What a reconciler does beyond its declarations is declared with `.permits(rule)` on the builder
+ * (or `extra` here) and added as it is.
+ *
+ * Scope: a controller limited to one namespace (`.inNamespace(ns)`) gets its namespaced grants in a
+ * Role in that namespace; cluster-scoped types and cluster-wide controllers go in the ClusterRole.
  */
 
 export interface PolicyRule {
@@ -28,32 +32,89 @@ export interface DeclaredTypes {
   primary: ResourceType;
   owns: readonly { type: ResourceType }[];
   watches: readonly { type: ResourceType }[];
+  /** Set by `.inNamespace(ns)`: the controller reads and writes in that namespace only. */
+  namespace?: string | undefined;
+  /** Declared with `.permits(…)`: what the reconciler does beyond its declared types. */
+  permissions?: readonly PolicyRule[];
 }
 
+/** The rules of a ClusterRole and of one Role per namespace. */
+export interface RbacRoles {
+  cluster: PolicyRule[];
+  namespaced: Record<string, PolicyRule[]>;
+}
+
+const EVENT = { apiVersion: "events.k8s.io/v1", kind: "Event", namespaced: true };
+
+/** Every rule the controllers need, regardless of scope (one ClusterRole's worth). */
 export function rbacRules(controllers: DeclaredTypes[], extra: PolicyRule[] = []): PolicyRule[] {
-  const verbs = new Map<string, Set<string>>(); // "group|resource" → verbs
-  const grant = (type: ResourceType, resource: string, granted: string[]) => {
-    const key = `${groupOf(type.apiVersion)}|${resource}`;
-    const set = verbs.get(key) ?? new Set<string>();
-    for (const verb of granted) set.add(verb);
-    verbs.set(key, set);
-  };
+  const grants = new Grants();
+  for (const spec of controllers) grants.declare(spec, () => true);
+  grants.add(EVENT, "events", ["create", "patch"]);
+  return grants.rules(extra);
+}
+
+/** The rules split by scope: see the module's comment. */
+export function rbacRoles(controllers: DeclaredTypes[]): RbacRoles {
+  const cluster = new Grants();
+  const byNamespace = new Map<string, Grants>();
   for (const spec of controllers) {
-    const primary = pluralOf(spec.primary);
-    grant(spec.primary, primary, [...READ, "update", "patch"]);
-    grant(spec.primary, `${primary}/status`, ["get", "update", "patch"]);
-    for (const owned of spec.owns) grant(owned.type, pluralOf(owned.type), OWN);
-    for (const watched of spec.watches) grant(watched.type, pluralOf(watched.type), READ);
+    const namespace = spec.namespace;
+    if (namespace === undefined) {
+      cluster.declare(spec, () => true);
+      cluster.add(EVENT, "events", ["create", "patch"]);
+      continue;
+    }
+    const local = byNamespace.get(namespace) ?? new Grants();
+    byNamespace.set(namespace, local);
+    local.declare(spec, (type) => type.namespaced !== false);
+    local.add(EVENT, "events", ["create", "patch"]);
+    cluster.declare({ ...spec, permissions: [] }, (type) => type.namespaced === false);
   }
-  grant({ apiVersion: "events.k8s.io/v1", kind: "Event" }, "events", ["create", "patch"]);
-  const rules: PolicyRule[] = [...verbs].map(([key, set]) => {
-    const [group, resource] = key.split("|") as [string, string];
-    return { apiGroups: [group], resources: [resource], verbs: sortVerbs([...set]) };
-  });
-  rules.push(...extra);
-  return rules.sort((a, b) =>
-    `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`),
-  );
+  return {
+    cluster: cluster.rules(),
+    namespaced: Object.fromEntries(
+      [...byNamespace].sort(([a], [b]) => a.localeCompare(b)).map(([ns, g]) => [ns, g.rules()]),
+    ),
+  };
+}
+
+/** Verbs per (group, resource), merged across declarations. */
+class Grants {
+  private readonly verbs = new Map<string, Set<string>>(); // "group|resource" → verbs
+  private readonly extra: PolicyRule[] = [];
+
+  add(type: ResourceType, resource: string, granted: string[]): void {
+    const key = `${groupOf(type.apiVersion)}|${resource}`;
+    const set = this.verbs.get(key) ?? new Set<string>();
+    for (const verb of granted) set.add(verb);
+    this.verbs.set(key, set);
+  }
+
+  /** The grants of one controller's declared types that `include` accepts, and its permissions. */
+  declare(spec: DeclaredTypes, include: (type: ResourceType) => boolean): void {
+    if (include(spec.primary)) {
+      const primary = pluralOf(spec.primary);
+      this.add(spec.primary, primary, [...READ, "update", "patch"]);
+      this.add(spec.primary, `${primary}/status`, ["get", "update", "patch"]);
+    }
+    for (const owned of spec.owns) if (include(owned.type)) this.add(owned.type, pluralOf(owned.type), OWN);
+    for (const watched of spec.watches) {
+      if (include(watched.type)) this.add(watched.type, pluralOf(watched.type), READ);
+    }
+    this.extra.push(...(spec.permissions ?? []));
+  }
+
+  rules(extra: PolicyRule[] = []): PolicyRule[] {
+    const rules: PolicyRule[] = [...this.verbs].map(([key, set]) => {
+      const [group, resource] = key.split("|") as [string, string];
+      return { apiGroups: [group], resources: [resource], verbs: sortVerbs([...set]) };
+    });
+    rules.push(...this.extra, ...extra);
+    return rules.sort((a, b) =>
+      `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`),
+    );
+  }
 }
 
 /** What leader election needs, in the operator's own namespace. */

@@ -6,6 +6,8 @@ import { until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { controller } from "../controller/builder.js";
+import { rbacRoles } from "../controller/rbac.js";
+import { ConfigMap, Secret } from "../k8s/index.js";
 import type { Condition } from "../resources/conditions.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { Manager } from "./manager.js";
@@ -172,5 +174,73 @@ describe("Manager", () => {
     expect(stderr.indexOf("reconcile finished heavy")).toBeLessThan(stderr.indexOf("manager returned"));
     const released = await client.get(lease, "slow-operator", { namespace: "slow" });
     expect(released.spec?.holderIdentity ?? "").toBe("");
+  });
+});
+
+describe("Manager under generated RBAC", () => {
+  it("runs a namespace-bound controller with nothing but the Role generated for that namespace", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "team-a" } });
+    // A ConfigMap labelled copy=yes gets a Secret with the same data.
+    const copier = controller(ConfigMap)
+      .named("copier")
+      .inNamespace("team-a")
+      .owns(Secret)
+      .reconcile(async (configMap, ctx) => {
+        if (ctx.deleted || configMap.metadata?.labels?.copy !== "yes") return;
+        await ctx.apply({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: configMap.metadata.name ?? "", namespace: "team-a" },
+          stringData: configMap.data ?? {},
+        });
+      });
+    const roles = rbacRoles([copier.spec]);
+    expect(roles.cluster).toEqual([]);
+    const rules = roles.namespaced["team-a"];
+    expect(rules).toBeDefined();
+    await client.create({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "copier", namespace: "team-a" },
+      rules,
+    });
+    const user = "system:serviceaccount:team-a:copier";
+    await client.create({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "copier", namespace: "team-a" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "copier" },
+      subjects: [{ kind: "User", name: user, apiGroup: "rbac.authorization.k8s.io" }],
+    });
+    const limited = await Client.connect({ kubeconfig: plane.kubeconfigPath, impersonate: { user } });
+    const manager = new Manager({
+      client: limited,
+      logger,
+      probes: false,
+      metrics: false,
+      handleSignals: false,
+    });
+    manager.add(copier);
+    const running = manager.start();
+    await manager.ready;
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "settings", namespace: "team-a", labels: { copy: "yes" } },
+      data: { color: "blue" },
+    });
+    await until(
+      async () => {
+        const secret = await client.get(Secret, "settings", { namespace: "team-a" }).catch(() => undefined);
+        return Buffer.from(secret?.data?.color ?? "", "base64").toString() === "blue";
+      },
+      15_000,
+      "the copied Secret",
+    );
+    // Nothing beyond the namespace: the same identity may not list ConfigMaps cluster-wide.
+    await expect(limited.list(ConfigMap)).rejects.toThrow(/cannot list resource "configmaps"/);
+    await manager.stop();
+    await running;
+    await limited.close();
   });
 });
