@@ -61,11 +61,11 @@ export async function deployCommand(argv: string[]): Promise<number> {
   const project = loadProject();
   const image = values.image ?? project.image;
   if (!image) throw new CliError(`no image to deploy: pass --image, or set "kubeloop.image" in package.json`);
-  regenerate(project.root, { quiet: true });
-  const objects = operatorObjects(project).map((object) => withImage(object, image));
   const target = await requireCluster("deploy to");
-  console.log(`Deploying ${project.name} (${image}) to ${target.description}`);
   try {
+    regenerate(project.root, { quiet: true });
+    const objects = operatorObjects(project).map((object) => withImage(object, image));
+    console.log(`Deploying ${project.name} (${image}) to ${target.description}`);
     const caBundle = await ensureWebhookCertificate(target.client, objects);
     await applyAll(
       target.client,

@@ -29,11 +29,11 @@ export async function installCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const project = loadProject();
-  regenerate(project.root, { quiet: true });
-  const crds = projectCrds(project.config);
   const target = await requireCluster("install the CRDs on");
-  console.log(`Installing ${crds.length} CRD${crds.length === 1 ? "" : "s"} on ${target.description}`);
   try {
+    regenerate(project.root, { quiet: true });
+    const crds = projectCrds(project.config);
+    console.log(`Installing ${crds.length} CRD${crds.length === 1 ? "" : "s"} on ${target.description}`);
     await applyAll(target.client, crds);
   } finally {
     await target.client.close();

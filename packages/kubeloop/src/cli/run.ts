@@ -76,6 +76,31 @@ export async function runCommand(argv: string[]): Promise<number> {
 
   regenerate(project.root, { quiet: true });
   const { target, kubeconfig } = await cluster(project);
+  try {
+    await loop(project, target, kubeconfig, ports, !values["no-watch"], started);
+  } finally {
+    await target.client.close();
+  }
+  if (kubeconfig && !process.env.KUBECONFIG) {
+    console.log(
+      `The local cluster in ${DEFAULT_CLUSTER_DIR} keeps running, with its objects: the next run reuses it.\n` +
+        `Use it: export KUBECONFIG=${kubeconfig}   Stop it: npx kubeloop cluster stop`,
+    );
+  }
+  return 0;
+}
+
+/** Installs, starts the manager, and restarts it on changes until SIGINT/SIGTERM (or its exit, unwatched). */
+async function loop(
+  project: Project,
+  target: Target,
+  kubeconfig: string | undefined,
+  ports: Ports,
+  watching: boolean,
+  started: number,
+): Promise<void> {
+  const main = join(project.root, "src", "main.ts");
+  const hasWebhooks = existsSync(join(project.config, "webhook"));
   const serving = hasWebhooks
     ? await localWebhookServing(ports.webhooks ? { port: ports.webhooks } : {})
     : undefined;
@@ -104,7 +129,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         if (child === current) {
           child = undefined;
           console.log(
-            `The manager exited (${signal ?? `code ${code}`})${values["no-watch"] ? "" : "; it restarts on the next change under src/"}.`,
+            `The manager exited (${signal ?? `code ${code}`})${watching ? "; it restarts on the next change under src/" : ""}.`,
           );
         }
         resolveExit();
@@ -123,9 +148,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   };
   startManager(started);
 
-  const watcher = values["no-watch"]
-    ? undefined
-    : watchSources(project, async (changed) => {
+  const watcher = watching
+    ? watchSources(project, async (changed) => {
         const since = Date.now();
         console.log(`\n${changed.join(", ")} changed: restarting the manager`);
         await stopManager();
@@ -137,25 +161,18 @@ export async function runCommand(argv: string[]): Promise<number> {
           return;
         }
         startManager(since);
-      });
+      })
+    : undefined;
 
   await new Promise<void>((resolveStop) => {
     const stop = () => resolveStop();
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
-    if (values["no-watch"]) void exited.then(stop);
+    if (!watching) void exited.then(stop);
   });
   watcher?.close();
   await stopManager();
   serving?.dispose();
-  await target.client.close();
-  if (kubeconfig && !process.env.KUBECONFIG) {
-    console.log(
-      `The local cluster in ${DEFAULT_CLUSTER_DIR} keeps running, with its objects: the next run reuses it.\n` +
-        `Use it: export KUBECONFIG=${kubeconfig}   Stop it: npx kubeloop cluster stop`,
-    );
-  }
-  return 0;
 }
 
 /** The current context's cluster, or the project's local one (started if need be). */
