@@ -73,14 +73,17 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const namespace = values.namespace ?? project?.namespace ?? `${name}-system`;
   const out = values.out ? resolve(values.out) : (project?.config ?? resolve("config"));
 
+  // A project's own modules may be empty (a new project, before `kubeloop create api`): its config
+  // is then only what does not depend on kinds. A module named by flag must define something.
+  const fromProject = (flag: string | undefined) => project !== undefined && flag === undefined;
   const definitions = (await exportsOf(resourcesPath, "--resources")).filter(isDefinition);
-  if (definitions.length === 0) {
+  if (definitions.length === 0 && !fromProject(values.resources)) {
     throw new CliError(`${shown(resourcesPath)} exports no defineResource(…) definitions`);
   }
   const webhooks = webhooksPath
     ? (await exportsOf(webhooksPath, "--webhooks")).filter(isWebhookDefinition)
     : [];
-  if (webhooksPath && webhooks.length === 0)
+  if (webhooksPath && webhooks.length === 0 && !fromProject(values.webhooks))
     throw new CliError(`${shown(webhooksPath)} exports no defineWebhooks(…) definitions`);
   const target: WebhookTarget = { service: { name: webhookServiceName(name), namespace } };
 
@@ -101,7 +104,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   }
   let roles: RoleScopes | undefined;
   if (controllersPath) {
-    const rbac = await rbacFiles(controllersPath, name, namespace);
+    const rbac = await rbacFiles(controllersPath, name, namespace, fromProject(values.controllers));
     for (const [file, objects] of rbac.files) wanted.set(join("rbac", file), renderAll(objects));
     roles = rbac.roles;
   }
@@ -196,9 +199,11 @@ async function rbacFiles(
   modulePath: string,
   name: string,
   namespace: string,
+  allowEmpty = false,
 ): Promise<{ files: [string, object[]][]; roles: RoleScopes }> {
   const controllers = (await exportsOf(modulePath, "--controllers")).filter(isController);
-  if (controllers.length === 0) throw new CliError(`${shown(modulePath)} exports no controllers`);
+  if (controllers.length === 0 && !allowEmpty)
+    throw new CliError(`${shown(modulePath)} exports no controllers`);
   const rbac = { apiVersion: "rbac.authorization.k8s.io/v1" };
   const { cluster, namespaced } = rbacRoles(controllers.map((c) => c.spec));
   const roles: object[] = [
@@ -212,7 +217,7 @@ async function rbacFiles(
   ];
   return {
     files: [
-      ["role.yaml", roles],
+      ...(roles.length ? [["role.yaml", roles] as [string, object[]]] : []),
       [
         "leader-election-role.yaml",
         [

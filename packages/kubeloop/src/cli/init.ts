@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { basename, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CliError } from "./errors.js";
+import { regenerate } from "./regenerate.js";
 import { checkDomain, checkProjectName } from "./scaffold/names.js";
 import { projectFiles } from "./scaffold/project.js";
 import { KUBELOOP_VERSION } from "./scaffold/versions.js";
@@ -60,7 +61,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   const where = relative(process.cwd(), root);
   const cd = where === "" ? [] : [`cd ${where.includes(" ") ? JSON.stringify(where) : where}`];
   if (values["skip-install"]) {
-    console.log(`\nNext:\n  ${[...cd, "npm install"].join("\n  ")}`);
+    console.log(`\nNext:\n  ${[...cd, "npm install", "npm run generate"].join("\n  ")}`);
   } else {
     console.log("\nInstalling dependencies (npm install) …");
     const install = spawnSync("npm", ["install", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
@@ -70,6 +71,9 @@ export async function initCommand(argv: string[]): Promise<number> {
           "fix the cause above and run `npm install` there",
       );
     }
+    // What does not depend on kinds: the manager's manifests and its leader-election Role.
+    console.log("\nGenerating config/ …");
+    regenerate(root);
   }
   console.log(`
 Done in ${((Date.now() - started) / 1000).toFixed(1)}s. Add a kind, then run it:
