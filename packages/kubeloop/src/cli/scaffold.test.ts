@@ -120,6 +120,24 @@ describe("kubeloop init", () => {
   });
 });
 
+describe("npm create kubeloop", () => {
+  it("runs kubeloop's init with the arguments given", () => {
+    const create = join(import.meta.dirname, "../../../create-kubeloop/index.js");
+    const result = spawnSync(
+      process.execPath,
+      [create, "harbour", "--domain", "example.net", "--skip-install"],
+      {
+        cwd: tmp,
+        encoding: "utf8",
+      },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Creating the operator project "harbour" (API groups under example.net)');
+    const json = JSON.parse(readFileSync(join(tmp, "harbour/package.json"), "utf8"));
+    expect(json.kubeloop.domain).toBe("example.net");
+  });
+});
+
 describe("kubeloop create api", () => {
   it("adds a kind and exports it from the index modules, keeping them sorted", () => {
     for (const kind of ["Widget", "Anchor"]) {

@@ -118,6 +118,8 @@ afterAll(async () => {
 
 describe("the developer workflow", () => {
   it("creates a namespaced kind, and a cluster-scoped one with webhooks, generating config/", () => {
+    // init generated what needs no kind: the manager's manifests and its leader-election Role.
+    expect(readdirSync(join(project, "config/manager"))).toContain("deployment.yaml");
     const widget = kubeloop("create", "api", "--group", "ship", "--version", "v1", "--kind", "Widget");
     expect(widget.code, widget.output).toBe(0);
     const dock = kubeloop(
