@@ -104,6 +104,13 @@ async function loop(
   const serving = hasWebhooks
     ? await localWebhookServing(ports.webhooks ? { port: ports.webhooks } : {})
     : undefined;
+  if (serving && !isLoopback(target.server)) {
+    console.warn(
+      `Warning: the webhooks are served on this machine (127.0.0.1:${serving.port}), which ${target.server} ` +
+        "cannot reach unless it runs here too: writes of kinds with webhooks will fail. Use a local cluster " +
+        "(unset KUBECONFIG), or deploy the operator (`kubeloop deploy`).",
+    );
+  }
   const install = async () => {
     // CRDs first (config/crd is read first), awaited until served; then the webhook configurations.
     await applyAll(target.client, manifests(project, serving));
@@ -236,6 +243,11 @@ async function announceReady(probePort: number, since: number, stillCurrent: () 
     }
     await new Promise((resolveWait) => setTimeout(resolveWait, 200));
   }
+}
+
+function isLoopback(server: string): boolean {
+  const host = new URL(server).hostname;
+  return host === "localhost" || host === "[::1]" || host.startsWith("127.");
 }
 
 function port(flag: string, value: string): number {

@@ -26,6 +26,9 @@ function kubeloop(cwd: string, args: string[], env: Record<string, string> = {})
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** `kubeloop create api …` in the project. */
+const createApi = (...args: string[]) => kubeloop(project, ["create", "api", ...args]);
+
 describe("names", () => {
   it("appends the project's domain to the group and derives the plural", () => {
     expect(apiNames({ group: "ship", version: "v1beta2", kind: "Policy", domain: "example.com" })).toEqual({
@@ -141,16 +144,7 @@ describe("npm create kubeloop", () => {
 describe("kubeloop create api", () => {
   it("adds a kind and exports it from the index modules, keeping them sorted", () => {
     for (const kind of ["Widget", "Anchor"]) {
-      const created = kubeloop(project, [
-        "create",
-        "api",
-        "--group",
-        "ship",
-        "--version",
-        "v1",
-        "--kind",
-        kind,
-      ]);
+      const created = createApi("--group", "ship", "--version", "v1", "--kind", kind);
       expect(created.code, created.stderr).toBe(0);
       expect(created.stdout).toContain("run `npm install`, then `npm run generate`");
     }
@@ -164,9 +158,7 @@ describe("kubeloop create api", () => {
   });
 
   it("writes cluster-scoped kinds and webhooks, and names the webhooks module in package.json", () => {
-    const created = kubeloop(project, [
-      "create",
-      "api",
+    const created = createApi(
       "--group",
       "ship",
       "--version",
@@ -176,7 +168,7 @@ describe("kubeloop create api", () => {
       "--namespaced=false",
       "--webhook",
       "validate,default",
-    ]);
+    );
     expect(created.code, created.stderr).toBe(0);
     expect(readFileSync(join(project, "src/resources/dock.ts"), "utf8")).toContain('scope: "Cluster"');
     const webhooks = readFileSync(join(project, "src/webhooks/dock.ts"), "utf8");
@@ -206,16 +198,7 @@ describe("kubeloop create api", () => {
 
   it("refuses a kind that exists already, and writes nothing", () => {
     const before = readFileSync(join(project, "src/resources.ts"), "utf8");
-    const again = kubeloop(project, [
-      "create",
-      "api",
-      "--group",
-      "dock",
-      "--version",
-      "v2",
-      "--kind",
-      "Widget",
-    ]);
+    const again = createApi("--group", "dock", "--version", "v2", "--kind", "Widget");
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(
       "the kind Widget exists already in this project (src/resources/widget.ts)",
@@ -224,33 +207,13 @@ describe("kubeloop create api", () => {
   });
 
   it("refuses a kind that is not a valid Kubernetes name", () => {
-    const bad = kubeloop(project, [
-      "create",
-      "api",
-      "--group",
-      "ship",
-      "--version",
-      "v1",
-      "--kind",
-      "my-widget",
-    ]);
+    const bad = createApi("--group", "ship", "--version", "v1", "--kind", "my-widget");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('"my-widget" is not a valid kind: use UpperCamelCase letters and digits');
   });
 
   it("refuses an unknown webhook part", () => {
-    const bad = kubeloop(project, [
-      "create",
-      "api",
-      "--group",
-      "ship",
-      "--version",
-      "v1",
-      "--kind",
-      "Crane",
-      "--webhook",
-      "mutate",
-    ]);
+    const bad = createApi("--group", "ship", "--version", "v1", "--kind", "Crane", "--webhook", "mutate");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(
       '--webhook: unknown part "mutate" (the parts are default, validate, convert)',

@@ -12,6 +12,8 @@ import { CliError } from "./errors.js";
 export interface Target {
   client: Client;
   kubeconfig: string | undefined;
+  /** `https://host:port` */
+  server: string;
   /** `context "kind-dev" (https://127.0.0.1:6443) from ~/.kube/config` */
   description: string;
 }
@@ -44,7 +46,12 @@ export async function currentCluster(kubeconfig?: string): Promise<Target | unde
     );
   }
   await client.close();
-  return { client: new Client(config), kubeconfig: kubeconfig ?? firstFile(config.source), description };
+  return {
+    client: new Client(config),
+    kubeconfig: kubeconfig ?? firstFile(config.source),
+    server: config.server,
+    description,
+  };
 }
 
 /** The current cluster, or a CliError that says how to get one (for install, deploy, …). */
