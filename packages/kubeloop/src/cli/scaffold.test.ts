@@ -49,6 +49,7 @@ describe("names", () => {
     ["My-Widget", "UpperCamelCase"],
     ["Widget_2", "UpperCamelCase"],
     [`W${"x".repeat(63)}`, "must be a DNS-1035 label"],
+    ["Type", 'the generated files import a name "Type" already'],
   ])("refuses the kind %s", (kind, message) => {
     expect(() => apiNames({ group: "ship", version: "v1", kind, domain: "example.com" })).toThrow(message);
   });

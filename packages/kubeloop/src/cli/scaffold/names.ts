@@ -18,6 +18,9 @@ const API_VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 /** An exported TypeScript identifier and a Kubernetes kind at once: `Widget`, `CronJob`, `S3Bucket`. */
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
 
+/** Names the generated files import, which a kind of the same name would shadow. */
+const IMPORTED_NAMES = new Set(["Type", "Conditions", "ObservedGeneration", "Environment"]);
+
 /** The operator's name: it names a namespace (`<name>-system`), RBAC objects and a Deployment. */
 export function checkProjectName(name: string): string {
   if (name.length > MAX_LABEL - "-system".length || !DNS_1123_LABEL.test(name)) {
@@ -64,6 +67,11 @@ export function apiNames(options: {
     throw new CliError(
       `"${kind}" is not a valid kind: use UpperCamelCase letters and digits, starting with a capital ` +
         `letter (e.g. "Widget", "CronJob")`,
+    );
+  }
+  if (IMPORTED_NAMES.has(kind)) {
+    throw new CliError(
+      `"${kind}" cannot be a kind here: the generated files import a name "${kind}" already. Choose another kind.`,
     );
   }
   const lower = kind.toLowerCase();
