@@ -158,7 +158,8 @@ npm test      # its tests, on a real local API server
 \`\`\`
 
 A Kubernetes operator built with [kubeloop](https://www.npmjs.com/package/kubeloop). Its API
-groups end in \`${domain}\`.
+groups end in \`${domain}\`. Needs Node ≥ 22.19 and \`kubectl\`; the first local API server is
+built from Go modules (Go ≥ 1.26), then cached in \`~/.cache/kubeloop\`.
 
 ## Add a kind
 
