@@ -104,7 +104,14 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  if (run && run.exitCode === null) run.kill("SIGKILL");
+  // After a failure: stop run as Ctrl-C would, then make sure neither it nor its manager is left.
+  if (run && run.exitCode === null && run.signalCode === null) {
+    const exited = new Promise((resolve) => run?.once("exit", resolve));
+    run.kill("SIGINT");
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    if (run.exitCode === null && run.signalCode === null) run.kill("SIGKILL");
+  }
+  for (const pid of processesMentioning(join(project, "src/main.ts"))) process.kill(pid, "SIGKILL");
   spawnSync(process.execPath, [repoCli, "cluster", "stop", "--dir", clusterDir], { env: shell });
   rmSync(tmp, { recursive: true, force: true });
   const seconds = (from: number, to: number) => ((to - from) / 1000).toFixed(1);
