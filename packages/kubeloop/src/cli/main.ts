@@ -74,6 +74,12 @@ main(process.argv.slice(2)).then(
     ) {
       console.error(`kubeloop: ${error.message}`);
       process.exitCode = 1;
+    } else if (String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS_")) {
+      // A mistyped option: the message says which; no stack trace.
+      console.error(
+        `kubeloop: ${(error as Error).message}\nRun \`kubeloop ${process.argv[2] ?? ""} --help\` for its options.`,
+      );
+      process.exitCode = 1;
     } else {
       console.error(error);
       process.exitCode = 1;

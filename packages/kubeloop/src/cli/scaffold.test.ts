@@ -213,6 +213,14 @@ describe("kubeloop create api", () => {
     expect(bad.stderr).toContain('"my-widget" is not a valid kind: use UpperCamelCase letters and digits');
   });
 
+  it("names a mistyped option, without a stack trace", () => {
+    const bad = createApi("--group", "ship", "--version", "v1", "--knid", "Crane");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^kubeloop: Unknown option '--knid'/);
+    expect(bad.stderr).toContain("Run `kubeloop create --help` for its options.");
+    expect(bad.stderr).not.toContain("    at ");
+  });
+
   it("refuses an unknown webhook part", () => {
     const bad = createApi("--group", "ship", "--version", "v1", "--kind", "Crane", "--webhook", "mutate");
     expect(bad.code).toBe(1);
