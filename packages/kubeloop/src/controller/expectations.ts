@@ -10,6 +10,11 @@ import { type KubeObject, objectKey } from "../client/types.js";
  * that grow. Where both are integers they are compared as numbers; otherwise only the same version
  * counts. An expectation older than {@link EXPECTATION_TIMEOUT_MS} is dropped: a watch that
  * is down must slow a controller, not stop it.
+ *
+ * Every watch event asks {@link Expectations.isOwnWrite}, so the pending writes are indexed by
+ * object and version: a scan of them all made converging N objects cost O(N²). The echo of a write
+ * also settles it (the cache holds that version by then), so expectations do not pile up for keys
+ * that are not reconciled again.
  */
 
 interface Expectation {
@@ -26,6 +31,8 @@ export type CacheLookup = (typeKey: string, objectKey: string) => KubeObject | u
 
 export class Expectations {
   private readonly pending = new Map<string, Expectation[]>();
+  /** `type, object, resourceVersion` of every pending expectation → the reconcile keys expecting it. */
+  private readonly byVersion = new Map<string, Set<string>>();
   private readonly inFlight = new Map<string, number>();
 
   /**
@@ -63,7 +70,28 @@ export class Expectations {
     };
     // One expectation per object: the latest write supersedes earlier ones.
     const others = list.filter((e) => e.typeKey !== entry.typeKey || e.objectKey !== entry.objectKey);
-    this.pending.set(reconcileKey, [...others, entry]);
+    this.replace(reconcileKey, [...others, entry]);
+  }
+
+  /** Sets (or with an empty list, clears) the key's expectations, keeping the index in step. */
+  private replace(reconcileKey: string, list: Expectation[]): void {
+    for (const e of this.pending.get(reconcileKey) ?? []) {
+      const id = versionId(e.typeKey, e.objectKey, e.resourceVersion);
+      const keys = this.byVersion.get(id);
+      keys?.delete(reconcileKey);
+      if (keys?.size === 0) this.byVersion.delete(id);
+    }
+    if (list.length === 0) {
+      this.pending.delete(reconcileKey);
+      return;
+    }
+    this.pending.set(reconcileKey, list);
+    for (const e of list) {
+      const id = versionId(e.typeKey, e.objectKey, e.resourceVersion);
+      const keys = this.byVersion.get(id);
+      if (keys) keys.add(reconcileKey);
+      else this.byVersion.set(id, new Set([reconcileKey]));
+    }
   }
 
   /** True when the cache has caught up with every write of the key's last reconcile. */
@@ -77,8 +105,7 @@ export class Expectations {
       if (cached === "unwatched") return false;
       return !cached || !isAtLeast(cached.metadata?.resourceVersion, e.resourceVersion);
     });
-    if (open.length === 0) this.pending.delete(reconcileKey);
-    else this.pending.set(reconcileKey, open);
+    if (open.length !== list.length) this.replace(reconcileKey, open);
     return open.length === 0;
   }
 
@@ -89,30 +116,34 @@ export class Expectations {
    */
   isOwnWrite(typeKey: string, objectKey: string, resourceVersion: string | undefined): boolean {
     if (!resourceVersion) return false;
-    for (const list of this.pending.values()) {
-      if (
-        list.some(
-          (e) => e.typeKey === typeKey && e.objectKey === objectKey && e.resourceVersion === resourceVersion,
-        )
-      ) {
-        return true;
-      }
+    const keys = this.byVersion.get(versionId(typeKey, objectKey, resourceVersion));
+    if (!keys) return false;
+    // The echo is here, so the cache holds this version: the expectation is met.
+    for (const reconcileKey of [...keys]) {
+      const list = this.pending.get(reconcileKey) ?? [];
+      this.replace(
+        reconcileKey,
+        list.filter((e) => e.typeKey !== typeKey || e.objectKey !== objectKey),
+      );
     }
-    return false;
+    return true;
   }
 
   /** An object was deleted: expectations of it can never be met by the cache, so they end here. */
   observeDeleted(typeKey: string, objectKey: string): void {
-    for (const [reconcileKey, list] of this.pending) {
+    for (const [reconcileKey, list] of [...this.pending]) {
       const open = list.filter((e) => e.typeKey !== typeKey || e.objectKey !== objectKey);
-      if (open.length === 0) this.pending.delete(reconcileKey);
-      else if (open.length !== list.length) this.pending.set(reconcileKey, open);
+      if (open.length !== list.length) this.replace(reconcileKey, open);
     }
   }
 
   forget(reconcileKey: string): void {
-    this.pending.delete(reconcileKey);
+    this.replace(reconcileKey, []);
   }
+}
+
+function versionId(typeKey: string, objectKey: string, resourceVersion: string): string {
+  return `${typeKey} ${objectKey} ${resourceVersion}`;
 }
 
 export function typeKeyOf(apiVersion: string, kind: string): string {
