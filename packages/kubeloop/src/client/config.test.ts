@@ -37,6 +37,30 @@ describe("loadConfig", () => {
     expect(config.tls.rejectUnauthorized).toBe(false);
   });
 
+  it("reads inline certificates, and leaves other users (here an exec plugin) to client-node", async () => {
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const plugin = join(dir, "credential.sh");
+    writeFileSync(
+      plugin,
+      `echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-exec"}}'`,
+    );
+    const text = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://127.0.0.1:6443", certificate-authority-data: ${b64("CA")} } }]
+users:
+  - { name: certs, user: { client-certificate-data: ${b64("CERT")}, client-key-data: ${b64("KEY")} } }
+  - { name: file, user: { exec: { apiVersion: client.authentication.k8s.io/v1, command: sh, args: [${plugin}] } } }
+contexts: [{ name: certs, context: { cluster: c, user: certs } }, { name: file, context: { cluster: c, user: file } }]
+current-context: certs
+`;
+    const certs = await loadConfig({ kubeconfigText: text });
+    expect([certs.tls.ca, certs.tls.cert, certs.tls.key].map(String)).toEqual(["CA", "CERT", "KEY"]);
+    expect(await certs.authorization()).toBeUndefined();
+    const file = await loadConfig({ kubeconfigText: text, context: "file" });
+    expect(String(file.tls.ca)).toBe("CA");
+    expect(await file.authorization()).toBe("Bearer from-exec");
+  });
+
   it("names the contexts it has when asked for one it does not", async () => {
     await expect(loadConfig({ kubeconfigText: kubeconfig, context: "third" })).rejects.toThrow(
       'Context "third" is not in kubeconfig text (it has: first, second)',

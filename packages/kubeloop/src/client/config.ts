@@ -1,15 +1,18 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { RequestOptions } from "node:https";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { parse } from "yaml";
 import { ConfigError } from "./errors.js";
 
 /**
  * Where a client connects and how it authenticates. Loading and auth (client certificates, tokens,
  * token files, exec plugins, OIDC) are @kubernetes/client-node's `KubeConfig`, the well-kept
  * implementation; this module only decides which source to load and keeps the per-request part
- * (the Authorization header) cheap.
+ * (the Authorization header) cheap. The plain case (one file; inline CA, client certificate or a
+ * static token) is read directly, without loading client-node: its module pulls in the whole
+ * generated API, about 0.4 s of start-up and 80 MiB of RSS that an operator never uses.
  */
 export interface ClusterConfig {
   /** `https://host:port`, without a trailing slash. */
@@ -49,6 +52,10 @@ const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
  * finding nothing is an error, never a silent `http://localhost:8080`.
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ClusterConfig> {
+  const plain = plainSource(options);
+  const fast = plain && plainConfig(plain.text, plain.source, options.context);
+  if (fast) return fast;
+  const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
   let source: string;
   try {
@@ -151,4 +158,79 @@ function headerOf(options: RequestOptions): string | undefined {
   const headers = (options.headers ?? {}) as Record<string, unknown>;
   const value = headers.Authorization ?? headers.authorization;
   return typeof value === "string" ? value : undefined;
+}
+
+/** The one kubeconfig file (or text) `loadConfig` would read, when it is a single one. */
+function plainSource(options: LoadConfigOptions): { text: string; source: string } | undefined {
+  try {
+    if (options.kubeconfigText !== undefined)
+      return { text: options.kubeconfigText, source: "kubeconfig text" };
+    const file =
+      options.kubeconfig ??
+      (process.env.KUBECONFIG
+        ? process.env.KUBECONFIG.split(":").filter(Boolean)
+        : [join(homedir(), ".kube", "config")]);
+    const files = typeof file === "string" ? [file] : file;
+    if (files.length !== 1 || !files[0] || !existsSync(files[0])) return undefined;
+    return { text: readFileSync(files[0], "utf8"), source: files[0] };
+  } catch {
+    return undefined;
+  }
+}
+
+const PLAIN_CLUSTER_KEYS = new Set([
+  "server",
+  "certificate-authority-data",
+  "insecure-skip-tls-verify",
+  "tls-server-name",
+  "extensions",
+]);
+const PLAIN_USER_KEYS = new Set(["client-certificate-data", "client-key-data", "token"]);
+
+/**
+ * The configuration of a plain kubeconfig, or `undefined` for anything else (exec plugins, auth
+ * providers, files named in it, proxies, a context that is not there…), which client-node handles.
+ */
+function plainConfig(text: string, source: string, contextName?: string): ClusterConfig | undefined {
+  const record = (value: unknown): Record<string, unknown> | undefined =>
+    value && typeof value === "object" && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  const named = (list: unknown, name: unknown, field: string) =>
+    Array.isArray(list) ? record(list.find((entry) => record(entry)?.name === name)?.[field]) : undefined;
+  let doc: Record<string, unknown> | undefined;
+  try {
+    doc = record(parse(text));
+  } catch {
+    return undefined;
+  }
+  const context = named(doc?.contexts, contextName ?? doc?.["current-context"], "context");
+  const cluster = named(doc?.clusters, context?.cluster, "cluster");
+  const user = context?.user === undefined ? {} : named(doc?.users, context.user, "user");
+  if (!context || !cluster || !user || typeof cluster.server !== "string") return undefined;
+  if (!Object.keys(cluster).every((key) => PLAIN_CLUSTER_KEYS.has(key))) return undefined;
+  if (!Object.keys(user).every((key) => PLAIN_USER_KEYS.has(key))) return undefined;
+  let url: URL;
+  try {
+    url = new URL(cluster.server);
+  } catch {
+    return undefined;
+  }
+  const data = (value: unknown) => (typeof value === "string" ? Buffer.from(value, "base64") : undefined);
+  const tls: ClusterConfig["tls"] = { rejectUnauthorized: cluster["insecure-skip-tls-verify"] !== true };
+  const ca = data(cluster["certificate-authority-data"]);
+  const cert = data(user["client-certificate-data"]);
+  const key = data(user["client-key-data"]);
+  if (ca) tls.ca = ca;
+  if (cert) tls.cert = cert;
+  if (key) tls.key = key;
+  if (typeof cluster["tls-server-name"] === "string") tls.servername = cluster["tls-server-name"];
+  const header = typeof user.token === "string" ? `Bearer ${user.token}` : undefined;
+  return {
+    server: url.origin + url.pathname.replace(/\/$/, ""),
+    tls,
+    namespace: typeof context.namespace === "string" && context.namespace ? context.namespace : "default",
+    source,
+    authorization: async () => header,
+  };
 }
