@@ -53,6 +53,35 @@ describe("parseListStream", () => {
     }
   });
 
+  it("tells escaped quotes and backslash runs apart wherever a chunk ends", async () => {
+    const pieces = ["\\", '\\"', '"', "a", "é", "{", "]", '"items"'];
+    const random = seededRandom(11);
+    for (let round = 0; round < 300; round++) {
+      const items = Array.from({ length: 1 + (round % 4) }, (_, i) => ({
+        name: `x${i}`,
+        value: Array.from({ length: round % 13 }, () => pieces[Math.floor(random() * pieces.length)]).join(
+          "",
+        ),
+      }));
+      const body = new TextEncoder().encode(
+        JSON.stringify({ kind: "L", items, metadata: { resourceVersion: "7" } }),
+      );
+      const cuts = [
+        ...new Set(Array.from({ length: 8 }, () => 1 + Math.floor(random() * (body.length - 1)))),
+      ];
+      const seen: unknown[] = [];
+      const head = await parseListStream(
+        split(
+          body,
+          cuts.sort((a, b) => a - b),
+        ),
+        (item) => seen.push(item),
+      );
+      expect(seen).toEqual(items);
+      expect(head.metadata.resourceVersion).toBe("7");
+    }
+  });
+
   it("finds the metadata after the items too, where custom resources' lists put it", async () => {
     const crList = new TextEncoder().encode(
       '{"apiVersion":"x.dev/v1","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}],"kind":"XList","metadata":{"continue":"","resourceVersion":"99"}}',
