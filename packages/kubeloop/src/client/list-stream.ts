@@ -48,33 +48,21 @@ export async function parseListStream(
     const bytes = buffer;
     const length = bytes.length;
     for (; pos < length; pos++) {
+      const c = bytes[pos] as number;
       if (inString) {
-        // Most bytes are inside strings: jump to the next quote (memchr) instead of stepping, and
-        // tell an escaped quote by the run of backslashes before it.
-        const quote = bytes.indexOf(QUOTE, pos);
-        const end = quote === -1 ? length : quote;
-        let run = 0;
-        while (end - run - 1 >= pos && bytes[end - run - 1] === BACKSLASH) run++;
-        // A backslash left open at the end of the previous chunk escapes bytes[pos].
-        const odd = (run + (escaped && end - run === pos ? 1 : 0)) % 2 === 1;
-        if (quote === -1) {
-          if (end > pos) escaped = odd;
-          pos = length - 1;
-          continue;
-        }
-        escaped = false;
-        pos = quote;
-        if (odd) continue; // an escaped quote: still in the string
-        inString = false;
-        if (keyStart >= 0) {
-          lastKeyIsItems =
-            pos + 1 - keyStart === ITEMS_KEY.length &&
-            bytes.compare(ITEMS_KEY, 0, ITEMS_KEY.length, keyStart, pos + 1) === 0;
-          keyStart = -1;
+        if (escaped) escaped = false;
+        else if (c === BACKSLASH) escaped = true;
+        else if (c === QUOTE) {
+          inString = false;
+          if (keyStart >= 0) {
+            lastKeyIsItems =
+              pos + 1 - keyStart === ITEMS_KEY.length &&
+              bytes.compare(ITEMS_KEY, 0, ITEMS_KEY.length, keyStart, pos + 1) === 0;
+            keyStart = -1;
+          }
         }
         continue;
       }
-      const c = bytes[pos] as number;
       if (c === QUOTE) {
         inString = true;
         keyStart = depth === 1 ? pos : -1;
