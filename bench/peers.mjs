@@ -1,0 +1,769 @@
+// kubeloop against controller-runtime, kube-rs and the floor (no framework), on one workload:
+// Widget → one ConfigMap per Widget (owned by it) + status.observedGeneration and Ready.
+// Run: npm run bench:peers [-- --quick] [-- --rounds 3] [-- --only kubeloop,controller-runtime]
+// Writes bench/RESULTS.md (and bench/results.jsonl with every sample). See bench/peers/README.md.
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { request } from "node:https";
+import { stripTypeScriptTypes } from "node:module";
+import { cpus, homedir, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { ControlPlane } from "kubeloop/testing";
+import { Widget } from "./peers/widget.ts";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const peersDir = join(here, "peers");
+const { values: opts } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    rounds: { type: "string" },
+    only: { type: "string" },
+    concurrency: { type: "string", default: "4" },
+    out: { type: "string" },
+    "report-only": { type: "boolean", default: false },
+    "converge-only": { type: "boolean", default: false },
+  },
+});
+const quick = opts.quick;
+const plan = quick
+  ? {
+      rounds: 1,
+      converge: [100, 500],
+      churnWidgets: 500,
+      churnUpdates: 300,
+      churnRate: 50,
+      cold: 2000,
+      memory: [2000, 4000],
+      memoryRounds: 1,
+    }
+  : {
+      rounds: 3,
+      converge: [100, 1000, 5000],
+      churnWidgets: 1000,
+      churnUpdates: 2000,
+      churnRate: 100,
+      cold: 10000,
+      memory: [10000, 50000],
+      memoryRounds: 1,
+    };
+if (opts.rounds) plan.rounds = Number(opts.rounds);
+const CONCURRENCY = Number(opts.concurrency);
+const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates, populate)
+// The floor's workers: 16 was its best on this machine (1,000 Widgets: 4 → 7.4 s, 16 → 4.8 s, 64 → 5.5 s).
+const WARMUP = 50;
+const SEMI = "kubeloop --max-semi-space-size=8";
+const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
+const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");
+const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+let loadavgAtStart = readFileSync("/proc/loadavg", "utf8").trim();
+
+// ---------------------------------------------------------------------------------------------
+// Building the peers (cached by a hash of their sources and lockfiles)
+
+function need(tool, hint) {
+  const probe = spawnSync(tool, ["version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) {
+    console.error(`bench:peers needs \`${tool}\` on PATH (${hint}).`);
+    process.exit(2);
+  }
+  return probe.stdout.trim();
+}
+
+function hashTree(dir, exts) {
+  const hash = createHash("sha256");
+  const walk = (d) => {
+    for (const name of readdirSync(d).sort()) {
+      if (name === "target") continue;
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (exts.some((e) => name.endsWith(e)))
+        hash.update(path.slice(dir.length)).update(readFileSync(path));
+    }
+  };
+  walk(dir);
+  return hash.digest("hex").slice(0, 16);
+}
+
+function run(cmd, args, cwd, env = {}) {
+  const started = performance.now();
+  const result = spawnSync(cmd, args, { cwd, stdio: "inherit", env: { ...process.env, ...env } });
+  if (result.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}`);
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * The kubeloop operator as JavaScript, as it would ship (tsc output): Node can run the .ts source
+ * directly, but its type stripper (a wasm module) then costs ~18 MiB of RSS and start-up time that a
+ * production operator does not pay. Bare imports are resolved here, so the files can live outside
+ * the workspace (and out of Biome's way).
+ */
+function buildKubeloop(cache) {
+  const out = join(cache, "kubeloop");
+  mkdirSync(out, { recursive: true });
+  const files = [
+    [join(peersDir, "widget.ts"), "widget.js"],
+    [join(peersDir, "kubeloop", "widget-operator.ts"), "widget-operator.js"],
+  ];
+  for (const [source, name] of files) {
+    const js = stripTypeScriptTypes(readFileSync(source, "utf8"))
+      .replace('from "../widget.ts"', 'from "./widget.js"')
+      .replace(/from "((?:kubeloop|typebox)[^"]*)"/g, (_, bare) => `from "${import.meta.resolve(bare)}"`);
+    writeFileSync(join(out, name), js);
+  }
+  return join(out, "widget-operator.js");
+}
+
+function buildPeers() {
+  const cache = join(homedir(), ".cache", "kubeloop", "peers");
+  const goVersion = need("go", "Go ≥ 1.24 builds the controller-runtime operator and the load generator");
+  const cargoVersion = spawnSync("cargo", ["--version"], { encoding: "utf8" });
+  if (cargoVersion.error || cargoVersion.status !== 0) {
+    console.error("bench:peers needs `cargo` on PATH (Rust builds the kube-rs operator; https://rustup.rs).");
+    process.exit(2);
+  }
+  const goDir = join(peersDir, "go");
+  const goOut = join(cache, `go-${hashTree(goDir, [".go", "go.mod", "go.sum"])}`);
+  const builds = {};
+  if (!existsSync(join(goOut, "loadgen"))) {
+    log(`building the Go peers into ${goOut}`);
+    mkdirSync(goOut, { recursive: true });
+    builds.go = run("go", ["build", "-o", join(goOut, "controller-runtime"), "./controller-runtime"], goDir);
+    builds.go += run("go", ["build", "-o", join(goOut, "loadgen"), "./loadgen"], goDir);
+  }
+  const rsDir = join(peersDir, "kube-rs");
+  const rsOut = join(cache, `kube-rs-${hashTree(rsDir, [".rs", "Cargo.toml", "Cargo.lock"])}`);
+  if (!existsSync(join(rsOut, "kube-rs"))) {
+    log(`building the kube-rs peer (cargo build --release; several minutes on 2 cores) into ${rsOut}`);
+    const target = join(cache, "cargo-target");
+    builds.rust = run("cargo", ["build", "--release", "--locked", "--target-dir", target], rsDir);
+    mkdirSync(rsOut, { recursive: true });
+    copyFileSync(join(target, "release", "widget-operator"), join(rsOut, "kube-rs"));
+    spawnSync("chmod", ["+x", join(rsOut, "kube-rs")]);
+  }
+  return {
+    loadgen: join(goOut, "loadgen"),
+    commands: {
+      kubeloop: [process.execPath, buildKubeloop(cache)],
+      // The same operator with V8's young generation capped (see NOTES.md): cold start and memory only.
+      [SEMI]: [process.execPath, "--max-semi-space-size=8", join(cache, "kubeloop", "widget-operator.js")],
+      "controller-runtime": [join(goOut, "controller-runtime")],
+      "kube-rs": [join(rsOut, "kube-rs")],
+      floor: [join(goOut, "loadgen"), "reconcile"],
+    },
+    versions: {
+      go: goVersion.replace(/^go version /, ""),
+      rust: cargoVersion.stdout.trim(),
+      node: process.version,
+      controllerRuntime: /sigs\.k8s\.io\/controller-runtime (\S+)/.exec(
+        readFileSync(join(goDir, "go.mod"), "utf8"),
+      )?.[1],
+      kube: /name = "kube"\nversion = "([^"]+)"/.exec(readFileSync(join(rsDir, "Cargo.lock"), "utf8"))?.[1],
+      k8sOpenapi: /name = "k8s-openapi"\nversion = "([^"]+)"/.exec(
+        readFileSync(join(rsDir, "Cargo.lock"), "utf8"),
+      )?.[1],
+    },
+    builds,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes, /proc sampling, the API server's request counter
+
+const CLOCK_TICK = 100; // USER_HZ on Linux
+function procStats(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (key) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+    return { cpu: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICK, rss: kb("VmRSS") * 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A child process whose stdout lines are kept and can be awaited. */
+class Proc {
+  constructor(name, argv, env) {
+    this.name = name;
+    this.lines = [];
+    this.waiters = [];
+    this.peakRss = 0;
+    this.startedAt = performance.now();
+    this.child = spawn(argv[0], argv.slice(1), {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.stderr = "";
+    this.exited = new Promise((resolve) => this.child.on("exit", resolve));
+    let buffered = "";
+    this.child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      buffered += chunk;
+      const parts = buffered.split("\n");
+      buffered = parts.pop() ?? "";
+      for (const line of parts) this.line(line);
+    });
+    this.child.stderr.setEncoding("utf8").on("data", (chunk) => {
+      this.stderr = (this.stderr + chunk).slice(-4000);
+    });
+    this.sampler = setInterval(() => this.sample(), 100);
+  }
+  line(text) {
+    const at = performance.now();
+    this.lines.push({ text, at });
+    if (text.startsWith("STATS "))
+      this.stats = Object.fromEntries(
+        text
+          .slice(6)
+          .split(" ")
+          .map((kv) => [kv.split("=")[0], Number(kv.split("=")[1])]),
+      );
+    for (const waiter of [...this.waiters]) {
+      if (waiter.match(text)) {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        waiter.resolve({ text, at });
+      }
+    }
+  }
+  sample() {
+    const s = procStats(this.child.pid);
+    if (s) this.peakRss = Math.max(this.peakRss, s.rss);
+    return s;
+  }
+  resetPeak() {
+    this.peakRss = this.sample()?.rss ?? 0;
+  }
+  /** Resolves with the first line (from now on, or already seen if `past`) that matches. */
+  waitFor(match, timeoutMs, past = false) {
+    const test = typeof match === "string" ? (t) => t.startsWith(match) : match;
+    if (past) {
+      const seen = this.lines.find((l) => test(l.text));
+      if (seen) return Promise.resolve(seen);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(
+          new Error(
+            `${this.name}: no "${match}" within ${timeoutMs / 1000} s; stderr: ${this.stderr.slice(-1500)}`,
+          ),
+        );
+      }, timeoutMs);
+      const done = (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      };
+      this.waiters.push({ match: test, resolve: done });
+      this.child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(
+          new Error(`${this.name} exited (${code}) before "${match}"; stderr: ${this.stderr.slice(-1500)}`),
+        );
+      });
+    });
+  }
+  async stop() {
+    clearInterval(this.sampler);
+    if (this.child.exitCode === null) {
+      this.child.kill("SIGTERM");
+      const killer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+      await this.exited;
+      clearTimeout(killer);
+    }
+  }
+}
+
+function kubeconfigCredentials(path) {
+  const text = readFileSync(path, "utf8");
+  const field = (key) => Buffer.from(new RegExp(`${key}:\\s*(\\S+)`).exec(text)?.[1] ?? "", "base64");
+  return {
+    server: /server:\s*(\S+)/.exec(text)?.[1] ?? "",
+    ca: field("certificate-authority-data"),
+    cert: field("client-certificate-data"),
+    key: field("client-key-data"),
+  };
+}
+
+function httpsText(creds, path) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, creds.server),
+      { ca: creds.ca, cert: creds.cert, key: creds.key },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c) => {
+          body += c;
+        });
+        res.on("end", () =>
+          res.statusCode === 200 ? resolve(body) : reject(new Error(`${path}: ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/**
+ * Requests on widgets and configmaps (watches excluded: they are counted when they end), minus the
+ * load generator's own (POST widgets, PATCH widgets without subresource). Its watcher's one LIST
+ * per start is subtracted by the caller.
+ */
+async function operatorRequests(creds) {
+  const text = await httpsText(creds, "/metrics");
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (labels.resource !== "widgets" && labels.resource !== "configmaps") continue;
+    if (labels.verb === "WATCH") continue;
+    if (labels.resource === "widgets" && labels.verb === "POST") continue;
+    if (labels.resource === "widgets" && labels.verb === "PATCH" && !labels.subresource) continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+async function freshPlane() {
+  const plane = await new ControlPlane({ profile: "apiserver" }).start();
+  await plane.installCrdObjects([Widget.crd()]);
+  return {
+    plane,
+    creds: kubeconfigCredentials(plane.kubeconfigPath),
+    env: { KUBECONFIG: plane.kubeconfigPath },
+  };
+}
+
+async function loadgen(peers, env, args, concurrency = LOAD_CONCURRENCY) {
+  const proc = new Proc("loadgen", [peers.loadgen, ...args], { ...env, CONCURRENCY: String(concurrency) });
+  const code = await proc.exited;
+  clearInterval(proc.sampler);
+  if (code !== 0) throw new Error(`loadgen ${args.join(" ")} failed: ${proc.stderr}`);
+}
+
+async function createNamespace(creds, name) {
+  // The API server creates namespaces on POST; a small JSON body through https.
+  await new Promise((resolve, reject) => {
+    const req = request(
+      new URL("/api/v1/namespaces", creds.server),
+      {
+        method: "POST",
+        ca: creds.ca,
+        cert: creds.cert,
+        key: creds.key,
+        headers: { "content-type": "application/json" },
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () =>
+          res.statusCode === 201 || res.statusCode === 409
+            ? resolve()
+            : reject(new Error(`namespace ${name}: ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name } }));
+  });
+}
+
+async function measure(op, creds, body) {
+  const before = {
+    stats: op.sample(),
+    requests: await operatorRequests(creds),
+    reconciles: op.stats?.reconciles ?? 0,
+  };
+  op.resetPeak();
+  const t0 = performance.now();
+  const extra = await body();
+  const wall = (extra?.end ?? performance.now()) - t0;
+  const after = { stats: op.sample(), requests: await operatorRequests(creds) };
+  await sleep(1100); // one more STATS line
+  return {
+    wall: wall / 1000,
+    cpu: (after.stats?.cpu ?? Number.NaN) - (before.stats?.cpu ?? Number.NaN),
+    peakRss: op.peakRss,
+    requests: after.requests - before.requests - (extra?.loadRequests ?? 0),
+    reconciles: (op.stats?.reconciles ?? 0) - before.reconciles,
+    ...extra,
+  };
+}
+
+/** converge ×N and churn, on one fresh plane with one operator process. */
+async function convergeAndChurn(peers, impl) {
+  const { plane, creds, env } = await freshPlane();
+  const workers = impl === "floor" ? FLOOR_CONCURRENCY : CONCURRENCY;
+  const op = new Proc(impl, peers.commands[impl], { ...env, CONCURRENCY: String(workers) });
+  const results = {};
+  try {
+    await op.waitFor("SYNCED", 60_000);
+    // A fresh API server takes a few seconds to reach its pace (the first server-side applies
+    // build its type models): an unmeasured round of WARMUP Widgets first, so that converge-100
+    // does not favour the implementation that is slowest to start.
+    for (const n of [WARMUP, ...plan.converge]) {
+      const ns = n === WARMUP ? "warmup" : `converge-${n}`;
+      await createNamespace(creds, ns);
+      const watcher = new Proc("watcher", [peers.loadgen, "watch", ns, String(n)], env);
+      await watcher.waitFor("WATCHING", 30_000);
+      results[`converge-${n}`] = await measure(op, creds, async () => {
+        const ready = watcher.waitFor("READY", 600_000);
+        await loadgen(peers, env, ["create", ns, String(n)]);
+        const { at } = await ready;
+        return { end: at, loadRequests: 1 };
+      });
+      await watcher.stop();
+      if (n === WARMUP) delete results[`converge-${n}`];
+      else log(`  ${impl} converge ${n}: ${results[`converge-${n}`].wall.toFixed(2)} s`);
+    }
+    const ns = `converge-${plan.churnWidgets}`;
+    if (!plan.converge.includes(plan.churnWidgets)) {
+      await createNamespace(creds, ns);
+      await loadgen(peers, env, ["populate", ns, String(plan.churnWidgets)]);
+    }
+    const watcher = new Proc("watcher", [peers.loadgen, "watch", ns, String(plan.churnWidgets)], env);
+    await watcher.waitFor("WATCHING", 30_000);
+    results.churn = await measure(op, creds, async () => {
+      const start = watcher.lines.length;
+      await loadgen(peers, env, [
+        "churn",
+        ns,
+        String(plan.churnWidgets),
+        String(plan.churnUpdates),
+        String(plan.churnRate),
+      ]);
+      const latencies = () => watcher.lines.slice(start).filter((l) => l.text.startsWith("LATENCY "));
+      for (let quiet = 0, last = -1; latencies().length < plan.churnUpdates && quiet < 100; ) {
+        await sleep(100);
+        quiet = latencies().length === last ? quiet + 1 : 0;
+        last = latencies().length;
+      }
+      const seen = latencies();
+      const ms = seen.map((l) => Number(l.text.slice(8))).sort((a, b) => a - b);
+      const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] ?? Number.NaN;
+      return { end: seen.at(-1)?.at, loadRequests: 1, p50: q(0.5), p99: q(0.99), seen: ms.length };
+    });
+    await watcher.stop();
+    log(`  ${impl} churn: p50 ${results.churn.p50} ms, p99 ${results.churn.p99} ms`);
+  } finally {
+    await op.stop();
+    await plane.stop();
+  }
+  return results;
+}
+
+/**
+ * Cold start over `plan.cold` converged Widgets (every round), then steady-state memory at each
+ * size in `plan.memory` (the largest only in `plan.memoryRounds` rounds): one control plane for the
+ * whole group, populated once, since populating 50,000 Widgets takes minutes. Implementations take
+ * turns (order reversed every other round); each starts as a fresh process.
+ */
+async function coldAndMemory(peers, impls, record) {
+  const { plane, creds, env } = await freshPlane();
+  const start = async (impl, size, round, scenarios) => {
+    const before = await operatorRequests(creds);
+    const op = new Proc(impl, peers.commands[impl], {
+      ...env,
+      CONCURRENCY: String(CONCURRENCY),
+      EXPECT: String(size),
+    });
+    try {
+      const pass = await op.waitFor("PASS", 600_000, true);
+      const cpu = op.sample()?.cpu ?? Number.NaN;
+      const requests = (await operatorRequests(creds)) - before;
+      await sleep(5000); // steady state
+      const steady = op.sample();
+      await op.waitFor("STATS", 5000);
+      const r = {
+        wall: (pass.at - op.startedAt) / 1000,
+        cpu,
+        peakRss: op.peakRss,
+        requests,
+        rss: steady?.rss ?? Number.NaN,
+        heap: op.stats?.heap || Number.NaN,
+      };
+      for (const scenario of scenarios) record({ round, impl, scenario, ...r });
+      log(`  round ${round} ${impl} at ${size}: start→pass ${r.wall.toFixed(2)} s, RSS ${mib(r.rss)} MiB`);
+    } finally {
+      await op.stop();
+    }
+  };
+  const frameworks = [...impls.filter((impl) => impl !== "floor"), SEMI]; // the floor keeps no cache
+  try {
+    let populated = 0;
+    const populate = async (size) => {
+      const ns = `populated-${size}`;
+      await createNamespace(creds, ns);
+      log(`populating ${size - populated} more converged Widgets (total ${size})`);
+      await loadgen(peers, env, ["populate", ns, String(size - populated)]);
+      populated = size;
+    };
+    const sizes = [...new Set([plan.cold, ...plan.memory])].sort((a, b) => a - b);
+    for (const size of sizes) {
+      await populate(size);
+      const rounds =
+        size === plan.cold ? plan.rounds : size === Math.max(...sizes) ? plan.memoryRounds : plan.rounds;
+      for (let round = 1; round <= rounds; round++) {
+        const order = round % 2 ? frameworks : [...frameworks].reverse();
+        for (const impl of order) {
+          const scenarios = [];
+          if (size === plan.cold) scenarios.push("cold");
+          if (plan.memory.includes(size)) scenarios.push(`memory-${size}`);
+          await start(impl, size, round, scenarios);
+        }
+      }
+    }
+  } finally {
+    await plane.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const median = (xs) => {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return Number.NaN;
+  const m = Math.floor(v.length / 2);
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–");
+const mib = (x) => fmt(x / 2 ** 20, 0);
+
+function report(samples, peers, impls, startedAt, finishedAt) {
+  const floorNote = `floor = bench/peers/go/loadgen (client-go, no cache, no queue, ${FLOOR_CONCURRENCY} workers)`;
+  const med = (impl, scenario, key) =>
+    median(samples.filter((s) => s.impl === impl && s.scenario === scenario).map((s) => s[key]));
+  const ratio = (scenario, key, peer) => med("kubeloop", scenario, key) / med(peer, scenario, key);
+  const peersOf = impls.filter((i) => i !== "kubeloop");
+  const ratioCells = (scenario, key) => peersOf.map((p) => fmt(ratio(scenario, key, p))).join(" | ");
+  const lines = [];
+  const cpu = cpus();
+  lines.push("# kubeloop against its peers");
+  lines.push("");
+  lines.push(
+    `Generated by \`npm run bench:peers${quick ? " -- --quick" : ""}\` (bench/peers.mjs) on ${startedAt.toISOString().slice(0, 10)}, ${startedAt.toISOString().slice(11, 16)}–${finishedAt.toISOString().slice(11, 16)} UTC.`,
+  );
+  lines.push("");
+  lines.push(
+    `- Machine: ${cpu.length} × ${cpu[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average at start: \`${loadavgAtStart}\`.`,
+  );
+  lines.push(
+    `- kubeloop (workspace) on Node ${peers.versions.node}; controller-runtime ${peers.versions.controllerRuntime} (${peers.versions.go}); kube ${peers.versions.kube} + k8s-openapi ${peers.versions.k8sOpenapi} (${peers.versions.rust}, release build); ${floorNote}.`,
+  );
+  lines.push(
+    `- ${plan.rounds} round(s), implementations interleaved (order reversed every other round); figures are medians over rounds. Reconcile concurrency ${CONCURRENCY} in every framework.`,
+  );
+  lines.push("");
+  const header = (cols) => [`| ${cols.join(" | ")} |`, `|${cols.map(() => "---").join("|")}|`];
+
+  lines.push("## Converge and churn (fresh control plane per implementation and round)");
+  lines.push("");
+  lines.push(
+    ...header([
+      "scenario",
+      "implementation",
+      "wall s",
+      "operator CPU s",
+      "CPU ms / Widget",
+      "peak RSS MiB",
+      "API requests",
+      "reconciles",
+    ]),
+  );
+  for (const scenario of [...plan.converge.map((n) => `converge-${n}`), "churn"]) {
+    const per = scenario === "churn" ? plan.churnUpdates : Number(scenario.split("-")[1]);
+    for (const impl of impls) {
+      lines.push(
+        `| ${scenario} | ${impl} | ${fmt(med(impl, scenario, "wall"))} | ${fmt(med(impl, scenario, "cpu"))} | ${fmt((med(impl, scenario, "cpu") * 1000) / per, 3)} | ${mib(med(impl, scenario, "peakRss"))} | ${fmt(med(impl, scenario, "requests"), 0)} | ${fmt(med(impl, scenario, "reconciles"), 0)} |`,
+      );
+    }
+  }
+  lines.push("");
+  lines.push(
+    `Churn: ${plan.churnUpdates} spec updates at ${plan.churnRate}/s over ${plan.churnWidgets} converged Widgets; update-to-Ready latency seen by a separate watcher process:`,
+  );
+  lines.push("");
+  lines.push(...header(["implementation", "p50 ms", "p99 ms", "updates seen Ready"]));
+  for (const impl of impls)
+    lines.push(
+      `| ${impl} | ${fmt(med(impl, "churn", "p50"), 0)} | ${fmt(med(impl, "churn", "p99"), 0)} | ${fmt(med(impl, "churn", "seen"), 0)} |`,
+    );
+  lines.push("");
+  lines.push(
+    "## Cold start and memory (one control plane for the group, populated once with converged Widgets)",
+  );
+  lines.push("");
+  lines.push(
+    `Cold start: ${plan.rounds} round(s) at ${plan.cold}; memory at ${plan.memory.at(-1)}: ${plan.memoryRounds} round(s). Each start is a fresh process; "no-op pass done" = the operator reconciled every Widget once (no writes needed).`,
+  );
+  lines.push("");
+  lines.push(
+    ...header([
+      "scenario",
+      "implementation",
+      "start → no-op pass done s",
+      "CPU s",
+      "peak RSS MiB",
+      "steady RSS MiB",
+      "heap MiB",
+      "API requests",
+    ]),
+  );
+  const cached = [...impls.filter((i) => i !== "floor"), SEMI];
+  for (const scenario of ["cold", ...plan.memory.map((n) => `memory-${n}`)]) {
+    for (const impl of cached) {
+      lines.push(
+        `| ${scenario === "cold" ? `cold-${plan.cold}` : scenario} | ${impl} | ${fmt(med(impl, scenario, "wall"))} | ${fmt(med(impl, scenario, "cpu"))} | ${mib(med(impl, scenario, "peakRss"))} | ${mib(med(impl, scenario, "rss"))} | ${mib(med(impl, scenario, "heap"))} | ${fmt(med(impl, scenario, "requests"), 0)} |`,
+      );
+    }
+  }
+  const [small, large] = plan.memory;
+  const perWidget = (impl) =>
+    (med(impl, `memory-${large}`, "rss") - med(impl, `memory-${small}`, "rss")) / (large - small);
+  lines.push("");
+  lines.push(
+    `Memory per cached Widget (with its ConfigMap) = (steady RSS at ${large} − at ${small}) ÷ ${large - small}: ${cached
+      .map((i) => `${i} ${fmt(perWidget(i), 0)} B`)
+      .join(", ")}.`,
+  );
+  lines.push("");
+  lines.push("## Ratios (kubeloop ÷ peer; below 1 means kubeloop is faster or smaller)");
+  lines.push("");
+  lines.push(...header(["measure", ...peersOf.map((p) => `÷ ${p}`)]));
+  for (const n of plan.converge)
+    lines.push(`| converge ${n} wall | ${ratioCells(`converge-${n}`, "wall")} |`);
+  for (const n of plan.converge) lines.push(`| converge ${n} CPU | ${ratioCells(`converge-${n}`, "cpu")} |`);
+  lines.push(`| churn p50 | ${ratioCells("churn", "p50")} |`);
+  lines.push(`| churn p99 | ${ratioCells("churn", "p99")} |`);
+  lines.push(`| churn CPU | ${ratioCells("churn", "cpu")} |`);
+  lines.push(
+    `| cold start (to no-op pass done) | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(ratio("cold", "wall", p)))).join(" | ")} |`,
+  );
+  lines.push(
+    `| memory per cached Widget | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(perWidget("kubeloop") / perWidget(p)))).join(" | ")} |`,
+  );
+  for (const n of plan.memory)
+    lines.push(
+      `| steady RSS at ${n} | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(ratio(`memory-${n}`, "rss", p)))).join(" | ")} |`,
+    );
+  lines.push("");
+  lines.push("## Goals (from the issue)");
+  lines.push("");
+  lines.push(...header(["goal", "figure", "met"]));
+  const goal = (text, value, limit) =>
+    lines.push(
+      `| ${text} ≤ ${limit} | ${fmt(value)} | ${Number.isFinite(value) ? (value <= limit ? "yes" : "**no**") : "not measured"} |`,
+    );
+  const has = (peer) => impls.includes(peer);
+  for (const n of plan.converge) {
+    const s = `converge-${n}`;
+    if (has("controller-runtime"))
+      goal(`converge ${n} wall ÷ controller-runtime`, ratio(s, "wall", "controller-runtime"), 1);
+    if (has("kube-rs")) goal(`converge ${n} wall ÷ kube-rs`, ratio(s, "wall", "kube-rs"), 1);
+    if (has("floor")) goal(`converge ${n} wall ÷ floor`, ratio(s, "wall", "floor"), 1.2);
+  }
+  for (const q of ["p50", "p99"]) {
+    if (has("controller-runtime"))
+      goal(`churn ${q} ÷ controller-runtime`, ratio("churn", q, "controller-runtime"), 1);
+    if (has("kube-rs")) goal(`churn ${q} ÷ kube-rs`, ratio("churn", q, "kube-rs"), 1);
+    if (has("floor")) goal(`churn ${q} ÷ floor`, ratio("churn", q, "floor"), 1.2);
+  }
+  if (has("controller-runtime")) {
+    const perReconcile = (impl, s) => med(impl, s, "cpu") / med(impl, s, "reconciles");
+    for (const s of [...plan.converge.map((n) => `converge-${n}`), "churn"]) {
+      const unit = s === "churn" ? "update" : "Widget";
+      goal(`${s} CPU per ${unit} ÷ controller-runtime`, ratio(s, "cpu", "controller-runtime"), 1.5);
+      goal(
+        `${s} CPU per reconcile ÷ controller-runtime`,
+        perReconcile("kubeloop", s) / perReconcile("controller-runtime", s),
+        1.5,
+      );
+    }
+    goal(
+      "memory per cached Widget ÷ controller-runtime",
+      perWidget("kubeloop") / perWidget("controller-runtime"),
+      1,
+    );
+    goal(`cold start (${plan.cold}) ÷ controller-runtime`, ratio("cold", "wall", "controller-runtime"), 1);
+  }
+  lines.push("");
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let startedAt = new Date();
+let finishedAt;
+// JSON Lines: a header ({plan, peers, loadavgAtStart, startedAt, finishedAt}), then one sample a line.
+const rawPath = opts.out
+  ? `${opts.out.replace(/\.md$/, "")}.jsonl`
+  : join(here, quick ? "results.quick.jsonl" : "results.jsonl");
+const notesPath = join(here, "peers", "NOTES.md");
+const impls = ["kubeloop", "controller-runtime", "kube-rs", "floor"].filter(
+  (i) => !opts.only || opts.only.split(",").includes(i) || i === "kubeloop",
+);
+const samples = [];
+let peers;
+const write = (final) => {
+  if (!opts["report-only"]) {
+    const head = { plan, peers: peers.versions, loadavgAtStart, startedAt, finishedAt };
+    writeFileSync(rawPath, [head, ...samples].map((line) => `${JSON.stringify(line)}\n`).join(""));
+  }
+  const table = report(samples, peers, impls, startedAt, finishedAt ?? new Date());
+  const notes = !quick && existsSync(notesPath) ? `\n${readFileSync(notesPath, "utf8")}` : "";
+  writeFileSync(outPath, `${final ? "" : "**Partial: the run is still going.**\n\n"}${table}${notes}`);
+  return table;
+};
+if (opts["report-only"]) {
+  // Rewrites the report (e.g. after editing bench/peers/NOTES.md) from the last run's samples.
+  const [head, ...lines] = readFileSync(rawPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  const saved = { ...head, samples: lines };
+  Object.assign(plan, saved.plan);
+  ({ loadavgAtStart } = saved);
+  startedAt = new Date(saved.startedAt);
+  finishedAt = new Date(saved.finishedAt);
+  samples.push(...saved.samples);
+  peers = { versions: saved.peers };
+  write(true);
+  process.exit(0);
+}
+peers = buildPeers();
+log(`plan: ${JSON.stringify(plan)}; load average ${loadavgAtStart}`);
+for (let round = 1; round <= plan.rounds; round++) {
+  const order = round % 2 ? impls : [...impls].reverse();
+  for (const impl of order) {
+    log(`round ${round}: ${impl} — converge and churn`);
+    const results = await convergeAndChurn(peers, impl);
+    for (const [scenario, r] of Object.entries(results)) samples.push({ round, impl, scenario, ...r });
+    write(false);
+  }
+}
+if (!opts["converge-only"]) {
+  log("cold start and memory");
+  await coldAndMemory(peers, impls, (sample) => {
+    samples.push(sample);
+    write(false);
+  });
+}
+finishedAt = new Date();
+const table = write(true);
+console.log(table);
+log(`wrote ${outPath} and ${rawPath} in ${((Date.now() - startedAt) / 60000).toFixed(1)} min`);

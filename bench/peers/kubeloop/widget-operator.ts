@@ -1,0 +1,63 @@
+// The Widget operator with kubeloop, written as the framework's docs suggest: a controller over
+// Widget that owns ConfigMaps (both cached), a generation predicate, ctx.apply (server-side apply
+// with the Widget as controller owner) when the cached ConfigMap differs, ctx.status for
+// observedGeneration and the Ready condition. Run with Node 24 directly (types are stripped).
+// Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles).
+// Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
+import { controller, done, generationChanged, Manager } from "kubeloop";
+import { ConfigMap } from "kubeloop/k8s";
+import { isTrue } from "kubeloop/resources";
+import { Widget } from "../widget.ts";
+
+const concurrency = Number(process.env.CONCURRENCY ?? 4);
+const expect = Number(process.env.EXPECT ?? 0);
+let reconciles = 0;
+
+function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const keys = Object.keys(a ?? {});
+  return keys.length === Object.keys(b).length && keys.every((key) => a?.[key] === b[key]);
+}
+
+const widgets = controller(Widget)
+  .named("widget-operator")
+  .withPredicates(generationChanged())
+  .owns(ConfigMap)
+  .concurrency(concurrency)
+  .reconcile(async (widget, ctx) => {
+    try {
+      if (ctx.deleted) return done();
+      const data = widget.spec.data;
+      const cached = ctx.cache.get(ConfigMap, ctx.name, ctx.namespace);
+      const owned = cached?.metadata?.ownerReferences?.some(
+        (ref) => ref.uid === widget.metadata?.uid && ref.controller,
+      );
+      if (!cached || !owned || !sameData(cached.data, data)) {
+        await ctx.apply({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: ctx.name, namespace: ctx.namespace ?? "" },
+          data,
+        });
+      }
+      const generation = widget.metadata?.generation;
+      const status = widget.status;
+      const readyNow =
+        status?.observedGeneration === generation &&
+        isTrue(status?.conditions, "Ready") &&
+        status?.conditions?.find((c) => c.type === "Ready")?.observedGeneration === generation;
+      if (!readyNow) await ctx.status({}, { ready: { status: true, reason: "Reconciled" } });
+      return done();
+    } finally {
+      if (++reconciles === expect) console.log("PASS");
+    }
+  });
+
+const manager = new Manager({ kubeconfig: process.env.KUBECONFIG ?? "", metrics: false, probes: false });
+manager.add(widgets);
+const running = manager.start();
+await manager.ready;
+console.log("SYNCED");
+setInterval(() => {
+  console.log(`STATS reconciles=${reconciles} heap=${process.memoryUsage().heapUsed}`);
+}, 1000).unref();
+await running;
