@@ -1,10 +1,14 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { namespaces, rejection } from "../../test/helpers.js";
 import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
+import { kubectl } from "../testing/kubectl.js";
 import { Client } from "./client.js";
+import { inClusterConfig } from "./config.js";
 import {
   AlreadyExists,
   Conflict,
@@ -459,3 +463,45 @@ function deployment(ns: string, name: string, replicas: number) {
     },
   };
 }
+
+describe("in-cluster configuration", () => {
+  it("authenticates as the pod's service account from the mounted files, and picks up a rotated token", async () => {
+    const ns = await namespace();
+    await client.create({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "operator", namespace: ns },
+    });
+    const token = await kubectl(["-n", ns, "create", "token", "operator"], {
+      kubeconfig: plane.kubeconfigPath,
+    });
+    expect(token.code, token.stderr).toBe(0);
+    // The folder the kubelet mounts at /var/run/secrets/kubernetes.io/serviceaccount.
+    const mounted = mkdtempSync(join(tmpdir(), "kubeloop-serviceaccount-"));
+    writeFileSync(join(mounted, "token"), token.stdout.trim());
+    writeFileSync(join(mounted, "ca.crt"), plane.caCert);
+    writeFileSync(join(mounted, "namespace"), ns);
+    const server = new URL(plane.server);
+    const env = { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port };
+    expect(inClusterConfig(mounted, {})).toBeUndefined(); // not in a pod
+    const config = inClusterConfig(mounted, env);
+    expect(config?.namespace).toBe(ns);
+    const pod = new Client(config as NonNullable<typeof config>);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      // The service account has no rights: the API server names who asked.
+      const forbidden = await rejection(pod.list(ConfigMap, { namespace: ns }));
+      expect(forbidden).toBeInstanceOf(Forbidden);
+      expect(forbidden.message).toContain(`system:serviceaccount:${ns}:operator`);
+      // The kubelet replaces the token; once the refresh interval has passed, the new one is sent.
+      writeFileSync(join(mounted, "token"), "not-a-token");
+      expect(await rejection(pod.list(ConfigMap, { namespace: ns }))).toBeInstanceOf(Forbidden);
+      vi.setSystemTime(Date.now() + 11_000);
+      expect(await rejection(pod.list(ConfigMap, { namespace: ns }))).toBeInstanceOf(Unauthorized);
+    } finally {
+      vi.useRealTimers();
+      await pod.close();
+      rmSync(mounted, { recursive: true, force: true });
+    }
+  });
+});
