@@ -1,5 +1,5 @@
 import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
-import Type from "typebox";
+import Type, { type TInteger } from "typebox";
 
 const image = Type.String({
   default: "nginx:1.27",
@@ -16,6 +16,21 @@ const status = Type.Object(
   },
   { description: "The observed state, written by the operator." },
 );
+
+/** The spec of a version: the same fields, but the replica count's name changed in v1. */
+const specWith = <Name extends "replicas" | "count">(name: Name) =>
+  Type.Object(
+    {
+      [name]: Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        default: 1,
+        description: "How many nginx pods to run (0–100).",
+      }),
+      image,
+    } as { [K in Name]: TInteger } & { image: typeof image },
+    { description: "The desired state." },
+  );
 
 const columns = (replicasPath: string) => [
   { name: "Replicas", type: "integer" as const, jsonPath: replicasPath, description: "Desired replicas" },
@@ -43,18 +58,7 @@ export const Nginx = defineResource({
   shortNames: ["ngx"],
   categories: ["all"],
   description: "An nginx web server with a chosen number of replicas.",
-  spec: Type.Object(
-    {
-      replicas: Type.Integer({
-        minimum: 0,
-        maximum: 100,
-        default: 1,
-        description: "How many nginx pods to run (0–100).",
-      }),
-      image,
-    },
-    { description: "The desired state." },
-  ),
+  spec: specWith("replicas"),
   status,
   printerColumns: columns(".spec.replicas"),
   scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.readyCount" },
@@ -63,18 +67,7 @@ export const Nginx = defineResource({
       version: "v1alpha1",
       deprecated: true,
       deprecationWarning: "proxy.example.com/v1alpha1 Nginx is deprecated; use proxy.example.com/v1",
-      spec: Type.Object(
-        {
-          count: Type.Integer({
-            minimum: 0,
-            maximum: 100,
-            default: 1,
-            description: "How many nginx pods to run (0–100).",
-          }),
-          image,
-        },
-        { description: "The desired state." },
-      ),
+      spec: specWith("count"),
       status,
       printerColumns: columns(".spec.count"),
       scale: { specReplicasPath: ".spec.count", statusReplicasPath: ".status.readyCount" },
