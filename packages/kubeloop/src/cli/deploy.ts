@@ -1,3 +1,4 @@
+import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Client } from "../client/client.js";
@@ -143,12 +144,29 @@ function withCaBundle(object: KubeObject, caBundle: string): KubeObject {
   return copy;
 }
 
+const DAY_MS = 24 * 3600 * 1000;
+/** The CA outlives many serving certificates, so renewing one never changes the caBundle. */
+const CA_VALIDITY_MS = 10 * 365 * DAY_MS;
+const SERVING_VALIDITY_MS = 365 * DAY_MS;
+/** A deploy with less than this left on the serving certificate renews it. */
+export const RENEW_BEFORE_MS = 30 * DAY_MS;
+
+type SecretObject = KubeObject & { data?: Record<string, string> };
+const SECRET = { apiVersion: "v1", kind: "Secret", plural: "secrets", namespaced: true };
+
 /**
- * The webhook server's certificate: kept in the Secret the Deployment mounts, created on the first
- * deploy for the webhook Service's DNS names. Returns the base64 CA for caBundle fields, or
- * undefined when the operator serves no webhooks.
+ * The webhook server's certificate, kept in the Secret the Deployment mounts (`tls.crt`,
+ * `tls.key`, `ca.crt`), for the webhook Service's DNS names; its CA's key is kept apart, in
+ * `<secret>-ca`, which no pod mounts. Made on the first deploy; renewed from the same CA when a
+ * deploy finds under 30 days left or other names, so the caBundle stays valid and the pods pick
+ * the new files up as the kubelet refreshes the mount (the webhook server reloads them). Returns
+ * the base64 CA for caBundle fields, or undefined when the operator serves no webhooks.
  */
-async function ensureWebhookCertificate(client: Client, objects: KubeObject[]): Promise<string | undefined> {
+export async function ensureWebhookCertificate(
+  client: Client,
+  objects: KubeObject[],
+  now: () => number = Date.now,
+): Promise<string | undefined> {
   const deployment = objects.find((object) => object.kind === "Deployment") as
     | (KubeObject & { spec: { template: { spec: { volumes?: { secret?: { secretName: string } }[] } } } })
     | undefined;
@@ -159,36 +177,65 @@ async function ensureWebhookCertificate(client: Client, objects: KubeObject[]): 
   );
   if (!secretName || !service) return undefined;
   const namespace = service.metadata?.namespace ?? "";
-  const secretType = { apiVersion: "v1", kind: "Secret", plural: "secrets", namespaced: true };
-  try {
-    const existing = (await client.get(secretType, secretName, { namespace })) as KubeObject & {
-      data?: Record<string, string>;
-    };
-    if (existing.data?.["ca.crt"]) return existing.data["ca.crt"];
-  } catch (error) {
-    if (!(error instanceof NotFound)) throw error;
-  }
-  // The namespace must exist before the Secret can.
+  const name = service.metadata?.name ?? "";
+  const dnsNames = [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
+  const read = async (secret: string) => {
+    try {
+      return ((await client.get(SECRET, secret, { namespace })) as SecretObject).data ?? {};
+    } catch (error) {
+      if (error instanceof NotFound) return undefined;
+      throw error;
+    }
+  };
+  const decode = (value: string | undefined) => (value ? Buffer.from(value, "base64").toString() : undefined);
+  const base64 = (text: string) => Buffer.from(text).toString("base64");
+  const serving = await read(secretName);
+  const servingPem = decode(serving?.["tls.crt"]);
+  if (serving?.["ca.crt"] && servingPem && isCurrent(servingPem, dnsNames, now())) return serving["ca.crt"];
+
+  // The namespace must exist before the Secrets can.
   const ns = objects.find((object) => object.kind === "Namespace");
   if (ns) await client.apply(ns, { fieldManager: FIELD_MANAGER, force: true });
-  const name = service.metadata?.name ?? "";
-  const ca = CertificateAuthority.create(`${name}-ca`);
-  const serving = ca.issueServing({
-    commonName: `${name}.${namespace}.svc`,
-    dnsNames: [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`],
-    ipAddresses: [],
-  });
-  const base64 = (text: string) => Buffer.from(text).toString("base64");
-  await client.apply(
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: secretName, namespace },
-      type: "kubernetes.io/tls",
-      data: { "tls.crt": base64(serving.cert), "tls.key": base64(serving.key), "ca.crt": base64(ca.cert) },
-    },
-    { fieldManager: FIELD_MANAGER, force: true },
+  const kept = await read(`${secretName}-ca`);
+  const keptCert = decode(kept?.["tls.crt"]);
+  const keptKey = decode(kept?.["tls.key"]);
+  const ca =
+    keptCert && keptKey
+      ? CertificateAuthority.fromPem(keptCert, keptKey)
+      : CertificateAuthority.create(`${name}-ca`, { validityMs: CA_VALIDITY_MS });
+  const issued = ca.issueServing(
+    { commonName: dnsNames[0] ?? name, dnsNames, ipAddresses: [] },
+    { validityMs: SERVING_VALIDITY_MS },
   );
-  console.log(`  created the webhook serving certificate in Secret ${namespace}/${secretName}`);
+  const secret = (secret: string, data: Record<string, string>) =>
+    client.apply(
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: secret, namespace },
+        type: "kubernetes.io/tls",
+        data,
+      },
+      { fieldManager: FIELD_MANAGER, force: true },
+    );
+  if (!(keptCert && keptKey)) {
+    await secret(`${secretName}-ca`, { "tls.crt": base64(ca.cert), "tls.key": base64(ca.privateKeyPem()) });
+  }
+  await secret(secretName, {
+    "tls.crt": base64(issued.cert),
+    "tls.key": base64(issued.key),
+    "ca.crt": base64(ca.cert),
+  });
+  const what = servingPem ? "renewed" : "created";
+  console.log(
+    `  ${what} the webhook serving certificate in Secret ${namespace}/${secretName} (valid 1 year)`,
+  );
   return base64(ca.cert);
+}
+
+/** Valid for more than RENEW_BEFORE_MS, and for every one of the names. */
+function isCurrent(pem: string, dnsNames: string[], now: number): boolean {
+  const cert = new X509Certificate(pem);
+  const names = (cert.subjectAltName ?? "").split(", ").map((entry) => entry.replace(/^DNS:/, ""));
+  return Date.parse(cert.validTo) - now > RENEW_BEFORE_MS && dnsNames.every((n) => names.includes(n));
 }

@@ -35,6 +35,11 @@ export interface ClientCertRequest {
 
 /** Test control planes live for hours at most; a week is envtest's choice and is plenty. */
 const VALIDITY_MS = 7 * 24 * 3600 * 1000;
+
+/** How long a certificate is valid; default a week (test control planes). */
+export interface Validity {
+  validityMs?: number;
+}
 /** Clocks of the test processes and the apiserver are the same machine's; a minute covers rounding. */
 const BACKDATE_MS = 60 * 1000;
 
@@ -58,10 +63,13 @@ export class CertificateAuthority {
     this.cert = forge.pki.certificateToPem(cert);
   }
 
-  static create(commonName = "kubeloop-ca"): CertificateAuthority {
+  static create(
+    commonName = "kubeloop-ca",
+    { validityMs = VALIDITY_MS }: Validity = {},
+  ): CertificateAuthority {
     const pair = generateKeyPair();
     const key = forge.pki.privateKeyFromPem(pair.privateKey) as forge.pki.rsa.PrivateKey;
-    const cert = newCertificate(pair.publicKey, [{ name: "commonName", value: commonName }]);
+    const cert = newCertificate(pair.publicKey, [{ name: "commonName", value: commonName }], validityMs);
     cert.setIssuer(cert.subject.attributes);
     cert.setExtensions([
       { name: "basicConstraints", cA: true, critical: true },
@@ -72,13 +80,21 @@ export class CertificateAuthority {
     return new CertificateAuthority(cert, key);
   }
 
+  /** A CA made earlier, from its PEM certificate and private key (e.g. kept in a Secret). */
+  static fromPem(certPem: string, keyPem: string): CertificateAuthority {
+    return new CertificateAuthority(
+      forge.pki.certificateFromPem(certPem),
+      forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey,
+    );
+  }
+
   /** PEM of the CA's private key (kube-controller-manager signs CertificateSigningRequests with it). */
   privateKeyPem(): string {
     return forge.pki.privateKeyToPem(this.forgeKey);
   }
 
   /** A certificate a server presents; clients check the names against the address they dialled. */
-  issueServing(request: ServingCertRequest): IssuedCert {
+  issueServing(request: ServingCertRequest, validity: Validity = {}): IssuedCert {
     const altNames = [
       ...request.dnsNames.map((value) => ({ type: 2, value })),
       ...request.ipAddresses.map((ip) => ({ type: 7, ip })),
@@ -89,6 +105,7 @@ export class CertificateAuthority {
         { name: "extKeyUsage", serverAuth: true },
         { name: "subjectAltName", altNames },
       ],
+      validity.validityMs,
     );
   }
 
@@ -99,9 +116,13 @@ export class CertificateAuthority {
     return this.issue(subject, [{ name: "extKeyUsage", clientAuth: true }]);
   }
 
-  private issue(subject: forge.pki.CertificateField[], extensions: object[]): IssuedCert {
+  private issue(
+    subject: forge.pki.CertificateField[],
+    extensions: object[],
+    validityMs = VALIDITY_MS,
+  ): IssuedCert {
     const pair = generateKeyPair();
-    const cert = newCertificate(pair.publicKey, subject);
+    const cert = newCertificate(pair.publicKey, subject, validityMs);
     cert.setIssuer(this.forgeCert.subject.attributes);
     cert.setExtensions([
       { name: "basicConstraints", cA: false },
@@ -113,7 +134,11 @@ export class CertificateAuthority {
   }
 }
 
-function newCertificate(publicKeyPem: string, subject: forge.pki.CertificateField[]): forge.pki.Certificate {
+function newCertificate(
+  publicKeyPem: string,
+  subject: forge.pki.CertificateField[],
+  validityMs: number,
+): forge.pki.Certificate {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
   // Positive, unique serials: a random 16-byte value with the high bit cleared.
@@ -122,7 +147,7 @@ function newCertificate(publicKeyPem: string, subject: forge.pki.CertificateFiel
   cert.serialNumber = serial.toString("hex");
   const now = Date.now();
   cert.validity.notBefore = new Date(now - BACKDATE_MS);
-  cert.validity.notAfter = new Date(now + VALIDITY_MS);
+  cert.validity.notAfter = new Date(now + validityMs);
   cert.setSubject(subject);
   return cert;
 }
