@@ -133,6 +133,21 @@ describe("admission webhooks", () => {
   });
 });
 
+describe("WebhookServer start-up", () => {
+  it("names the missing certificate file and how to provide it", async () => {
+    const empty = mkdtempSync(join(tmpdir(), "kubeloop-no-certs-"));
+    try {
+      const server = new WebhookServer({ certDir: empty, port: 0, host: "127.0.0.1" });
+      await expect(server.start()).rejects.toThrow(
+        `webhook certificate missing: ${join(empty, "tls.crt")} (mount the serving certificate there, or set WEBHOOK_CERT_DIR)`,
+      );
+      expect(server.listening).toBe(false);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("jsonPatch", () => {
   it("adds, replaces and removes, escaping keys, and replaces arrays whole", () => {
     expect(
