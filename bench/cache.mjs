@@ -11,11 +11,11 @@ import { Informer } from "kubeloop/cache";
 import { Client } from "kubeloop/client";
 import { ConfigMap } from "kubeloop/k8s";
 import { ControlPlane } from "kubeloop/testing";
+import { median } from "./stats.mjs";
 
 const { values } = parseArgs({ options: { counts: { type: "string", default: "10000,50000" } } });
 const counts = values.counts.split(",").map(Number);
 const measureScript = new URL("./cache-measure.mjs", import.meta.url).pathname;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function configMap(ns, i) {
   return {

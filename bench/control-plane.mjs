@@ -3,27 +3,21 @@
 //   --cold  also builds every binary from nothing (empty Go module and build caches, fresh asset
 //           folder) and times it; takes several minutes and a few GB of disk in the temp dir.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { COMPONENTS, ControlPlane, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing";
+import { median, procStats } from "./stats.mjs";
 
 const { values } = parseArgs({
   options: { runs: { type: "string", default: "5" }, cold: { type: "boolean" } },
 });
 const runs = Number(values.runs);
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 /** Peak resident memory (VmHWM) of a process, in MiB. */
 function peakRssMiB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
-  return kb / 1024;
+  return (procStats(pid)?.peakRss ?? 0) / 2 ** 20;
 }
 
 async function measure(profile) {

@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ControlPlane } from "kubeloop/testing";
 import { Widget } from "./peers/widget.ts";
+import { median, procStats } from "./stats.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const peersDir = join(here, "peers");
@@ -180,19 +181,6 @@ function buildPeers() {
 
 // ---------------------------------------------------------------------------------------------
 // Processes, /proc sampling, the API server's request counter
-
-const CLOCK_TICK = 100; // USER_HZ on Linux
-function procStats(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kb = (key) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-    return { cpu: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICK, rss: kb("VmRSS") * 1024 };
-  } catch {
-    return undefined;
-  }
-}
 
 /** A child process whose stdout lines are kept and can be awaited. */
 class Proc {
@@ -535,12 +523,6 @@ async function coldAndMemory(peers, impls, record) {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const median = (xs) => {
-  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (!v.length) return Number.NaN;
-  const m = Math.floor(v.length / 2);
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-};
 const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–");
 const mib = (x) => fmt(x / 2 ** 20, 0);
 

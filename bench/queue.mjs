@@ -4,6 +4,7 @@
 import { cpus, totalmem } from "node:os";
 import { parseArgs } from "node:util";
 import { FakeClock, WorkQueue } from "kubeloop/queue";
+import { median } from "./stats.mjs";
 
 const { values } = parseArgs({
   options: { runs: { type: "string", default: "5" }, n: { type: "string", default: "1000000" } },
@@ -11,11 +12,6 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 const N = Number(values.n);
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `default/object-${i}`);
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** Every hook, doing what a Prometheus layer's cheapest counters would: a number update. */
 function countingMetrics() {

@@ -11,6 +11,7 @@ import { Client } from "kubeloop/client";
 import { ConfigMap } from "kubeloop/k8s";
 import { ControlPlane } from "kubeloop/testing";
 import pino from "pino";
+import { quantile } from "./stats.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -22,7 +23,6 @@ const { values } = parseArgs({
 const objects = Number(values.objects);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
-const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 const plane = await new ControlPlane().start();
 const client = await Client.connect({ kubeconfig: plane.kubeconfigPath });

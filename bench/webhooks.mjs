@@ -3,7 +3,6 @@
 // server runs as its own process (as an operator would), on this machine's loopback.
 // Run: npm run bench:webhooks [-- --objects 1000 --concurrency 16]
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { parseArgs } from "node:util";
 import { Client } from "kubeloop/client";
@@ -11,6 +10,7 @@ import { defineResource } from "kubeloop/resources";
 import { ControlPlane, localWebhookServing } from "kubeloop/testing";
 import { defineWebhooks, WebhookServer, webhookConfigurations, withConversion } from "kubeloop/webhook";
 import Type from "typebox";
+import { median, procStats, quantile } from "./stats.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -107,7 +107,7 @@ async function main() {
     const createAll = async (prefix) => {
       const latencies = [];
       let next = 0;
-      const cpuBefore = childCpuSeconds(server.pid);
+      const cpuBefore = procStats(server.pid).cpu;
       const callsBefore = await webhookCalls();
       const started = performance.now();
       await Promise.all(
@@ -121,7 +121,7 @@ async function main() {
         }),
       );
       const seconds = (performance.now() - started) / 1000;
-      const webhookCpu = childCpuSeconds(server.pid) - cpuBefore;
+      const webhookCpu = procStats(server.pid).cpu - cpuBefore;
       return { seconds, latencies, webhookCpu, calls: difference(await webhookCalls(), callsBefore) };
     };
 
@@ -143,12 +143,12 @@ async function main() {
     // The first list in v1alpha1 converts every object through the webhook; the API server keeps
     // the results, so later lists of unchanged objects convert none (the counter shows it).
     const firstCalls = await webhookCalls();
-    const firstCpu = childCpuSeconds(server.pid);
+    const firstCpu = procStats(server.pid).cpu;
     const firstStart = performance.now();
     const first = await client.list(GadgetV1alpha1, { namespace: "bench" });
     const firstMs = performance.now() - firstStart;
     const firstConverted = difference(await webhookCalls(), firstCalls).convert;
-    const firstWebhookCpu = childCpuSeconds(server.pid) - firstCpu;
+    const firstWebhookCpu = procStats(server.pid).cpu - firstCpu;
     if (first.items.length !== total) throw new Error(`listed ${first.items.length} of ${total}`);
     // Then alternating, so that neither version has the machine to itself.
     const lists = { stored: { times: [], cpu: 0 }, converted: { times: [], cpu: 0 } };
@@ -158,11 +158,11 @@ async function main() {
         ["stored", Gadget],
         ["converted", GadgetV1alpha1],
       ]) {
-        const cpuBefore = childCpuSeconds(server.pid);
+        const cpuBefore = procStats(server.pid).cpu;
         const t = performance.now();
         const list = await client.list(type, { namespace: "bench" });
         lists[key].times.push(performance.now() - t);
-        lists[key].cpu += (childCpuSeconds(server.pid) - cpuBefore) / 7;
+        lists[key].cpu += (procStats(server.pid).cpu - cpuBefore) / 7;
         if (list.items.length !== total) throw new Error(`listed ${list.items.length} of ${total}`);
       }
     }
@@ -172,8 +172,6 @@ async function main() {
     const sample = await client.get(GadgetV1alpha1, "plain-0", { namespace: "bench" });
     if (sample.spec.count !== 1) throw new Error("conversion lost spec.count");
 
-    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
     console.log(
       `\nmachine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ${objects} objects, concurrency ${concurrency}\n`,
     );
@@ -181,7 +179,7 @@ async function main() {
     console.log("|---|---|---|---|---|---|");
     for (const [name, r] of rows) {
       console.log(
-        `| ${name} | ${Math.round(objects / r.seconds)} | ${q(r.latencies, 0.5).toFixed(1)} | ${q(r.latencies, 0.99).toFixed(1)} | ${r.calls.default} defaulting, ${r.calls.validate} validating | ${((r.webhookCpu * 1000) / objects).toFixed(3)} |`,
+        `| ${name} | ${Math.round(objects / r.seconds)} | ${quantile(r.latencies, 0.5).toFixed(1)} | ${quantile(r.latencies, 0.99).toFixed(1)} | ${r.calls.default} defaulting, ${r.calls.validate} validating | ${((r.webhookCpu * 1000) / objects).toFixed(3)} |`,
       );
     }
     console.log(`\n| list of ${total} | median ms (7 runs) | webhook CPU ms per list |`);
@@ -205,10 +203,4 @@ async function main() {
 
 function difference(after, before) {
   return Object.fromEntries(Object.entries(after).map(([key, value]) => [key, value - before[key]]));
-}
-
-/** utime + stime of a process, in seconds (Linux /proc; clock ticks are 100 per second). */
-function childCpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
