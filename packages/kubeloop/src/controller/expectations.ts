@@ -11,10 +11,10 @@ import { type KubeObject, objectKey } from "../client/types.js";
  * counts. An expectation older than {@link EXPECTATION_TIMEOUT_MS} is dropped: a watch that
  * is down must slow a controller, not stop it.
  *
- * Every watch event asks {@link Expectations.isOwnWrite}, so the pending writes are indexed by
- * object and version: a scan of them all made converging N objects cost O(N²). The echo of a write
- * also settles it (the cache holds that version by then), so expectations do not pile up for keys
- * that are not reconciled again.
+ * Every watch event asks {@link Expectations.isOwnWrite}, and every deletion ends the expectations
+ * of the object, so the pending writes are also indexed by object: a scan of them all made
+ * converging N objects cost O(N²). The echo of a write also settles it (the cache holds that
+ * version by then), so expectations do not pile up for keys that are not reconciled again.
  */
 
 interface Expectation {
@@ -30,9 +30,10 @@ export const EXPECTATION_TIMEOUT_MS = 10_000;
 export type CacheLookup = (typeKey: string, objectKey: string) => KubeObject | undefined | "unwatched";
 
 export class Expectations {
-  private readonly pending = new Map<string, Expectation[]>();
-  /** `type, object, resourceVersion` of every pending expectation → the reconcile keys expecting it. */
-  private readonly byVersion = new Map<string, Set<string>>();
+  /** Reconcile key → object (`type object`) → the last write of it. */
+  private readonly pending = new Map<string, Map<string, Expectation>>();
+  /** Object (`type object`) → the reconcile keys expecting a version of it. */
+  private readonly byObject = new Map<string, Set<string>>();
   private readonly inFlight = new Map<string, number>();
 
   /**
@@ -61,52 +62,40 @@ export class Expectations {
   expect(reconcileKey: string, written: KubeObject): void {
     const resourceVersion = written.metadata?.resourceVersion;
     if (!resourceVersion || !written.apiVersion || !written.kind) return;
-    const list = this.pending.get(reconcileKey) ?? [];
-    const entry = {
-      typeKey: typeKeyOf(written.apiVersion, written.kind),
-      objectKey: objectKey(written),
-      resourceVersion,
-      at: this.now(),
-    };
+    const typeKey = typeKeyOf(written.apiVersion, written.kind);
+    const key = objectKey(written);
+    const id = objectId(typeKey, key);
     // One expectation per object: the latest write supersedes earlier ones.
-    const others = list.filter((e) => e.typeKey !== entry.typeKey || e.objectKey !== entry.objectKey);
-    this.replace(reconcileKey, [...others, entry]);
+    const mine = this.pending.get(reconcileKey) ?? new Map<string, Expectation>();
+    this.pending.set(
+      reconcileKey,
+      mine.set(id, { typeKey, objectKey: key, resourceVersion, at: this.now() }),
+    );
+    this.byObject.set(id, (this.byObject.get(id) ?? new Set()).add(reconcileKey));
   }
 
-  /** Sets (or with an empty list, clears) the key's expectations, keeping the index in step. */
-  private replace(reconcileKey: string, list: Expectation[]): void {
-    for (const e of this.pending.get(reconcileKey) ?? []) {
-      const id = versionId(e.typeKey, e.objectKey, e.resourceVersion);
-      const keys = this.byVersion.get(id);
-      keys?.delete(reconcileKey);
-      if (keys?.size === 0) this.byVersion.delete(id);
-    }
-    if (list.length === 0) {
-      this.pending.delete(reconcileKey);
-      return;
-    }
-    this.pending.set(reconcileKey, list);
-    for (const e of list) {
-      const id = versionId(e.typeKey, e.objectKey, e.resourceVersion);
-      const keys = this.byVersion.get(id);
-      if (keys) keys.add(reconcileKey);
-      else this.byVersion.set(id, new Set([reconcileKey]));
-    }
+  /** Ends the key's expectation of the object, keeping the index in step. */
+  private settle(reconcileKey: string, id: string): void {
+    const mine = this.pending.get(reconcileKey);
+    mine?.delete(id);
+    if (mine?.size === 0) this.pending.delete(reconcileKey);
+    const keys = this.byObject.get(id);
+    keys?.delete(reconcileKey);
+    if (keys?.size === 0) this.byObject.delete(id);
   }
 
   /** True when the cache has caught up with every write of the key's last reconcile. */
   satisfied(reconcileKey: string, lookup: CacheLookup): boolean {
-    const list = this.pending.get(reconcileKey);
-    if (!list) return true;
+    const mine = this.pending.get(reconcileKey);
+    if (!mine) return true;
     const now = this.now();
-    const open = list.filter((e) => {
-      if (now - e.at > EXPECTATION_TIMEOUT_MS) return false;
-      const cached = lookup(e.typeKey, e.objectKey);
-      if (cached === "unwatched") return false;
-      return !cached || !isAtLeast(cached.metadata?.resourceVersion, e.resourceVersion);
-    });
-    if (open.length !== list.length) this.replace(reconcileKey, open);
-    return open.length === 0;
+    for (const [id, e] of mine) {
+      const cached = now - e.at > EXPECTATION_TIMEOUT_MS ? "expired" : lookup(e.typeKey, e.objectKey);
+      if (typeof cached === "string" || isAtLeast(cached?.metadata?.resourceVersion, e.resourceVersion)) {
+        this.settle(reconcileKey, id); // expired, unwatched, or caught up
+      }
+    }
+    return !this.pending.has(reconcileKey);
   }
 
   /**
@@ -116,34 +105,26 @@ export class Expectations {
    */
   isOwnWrite(typeKey: string, objectKey: string, resourceVersion: string | undefined): boolean {
     if (!resourceVersion) return false;
-    const keys = this.byVersion.get(versionId(typeKey, objectKey, resourceVersion));
-    if (!keys) return false;
-    // The echo is here, so the cache holds this version: the expectation is met.
-    for (const reconcileKey of [...keys]) {
-      const list = this.pending.get(reconcileKey) ?? [];
-      this.replace(
-        reconcileKey,
-        list.filter((e) => e.typeKey !== typeKey || e.objectKey !== objectKey),
-      );
+    const id = objectId(typeKey, objectKey);
+    let own = false;
+    for (const reconcileKey of this.byObject.get(id) ?? []) {
+      if (this.pending.get(reconcileKey)?.get(id)?.resourceVersion !== resourceVersion) continue;
+      // The echo is here, so the cache holds this version: the expectation is met.
+      this.settle(reconcileKey, id);
+      own = true;
     }
-    return true;
+    return own;
   }
 
   /** An object was deleted: expectations of it can never be met by the cache, so they end here. */
   observeDeleted(typeKey: string, objectKey: string): void {
-    for (const [reconcileKey, list] of [...this.pending]) {
-      const open = list.filter((e) => e.typeKey !== typeKey || e.objectKey !== objectKey);
-      if (open.length !== list.length) this.replace(reconcileKey, open);
-    }
-  }
-
-  forget(reconcileKey: string): void {
-    this.replace(reconcileKey, []);
+    const id = objectId(typeKey, objectKey);
+    for (const reconcileKey of this.byObject.get(id) ?? []) this.settle(reconcileKey, id);
   }
 }
 
-function versionId(typeKey: string, objectKey: string, resourceVersion: string): string {
-  return `${typeKey} ${objectKey} ${resourceVersion}`;
+function objectId(typeKey: string, objectKey: string): string {
+  return `${typeKey} ${objectKey}`;
 }
 
 export function typeKeyOf(apiVersion: string, kind: string): string {
