@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../client/types.js";
 import { defineResource } from "../resources/define-resource.js";
 import { localWebhookServing } from "../testing/local-webhooks.js";
-import { defineWebhooks, webhookConfigurations, withConversion } from "./define-webhooks.js";
+import {
+  defineWebhooks,
+  mapClientConfigs,
+  webhookConfigurations,
+  withConversion,
+} from "./define-webhooks.js";
 
 // Pure checks of what the declarations produce; the API server calling them is tested in
 // server.test.ts, conversion.test.ts and the nginx example's end-to-end test.
@@ -101,6 +106,33 @@ describe("defineWebhooks", () => {
     expect(() => defineWebhooks(Region, { validate: () => ({ allowed: true }), timeoutSeconds: 31 })).toThrow(
       "timeoutSeconds must be 1–30",
     );
+  });
+
+  it("maps the clientConfigs of a CRD's conversion and of webhook configurations, and nothing else", () => {
+    const widget = defineWebhooks(Widget, {
+      validate: () => ({ allowed: true }),
+      convert: { hub: "v1", toHub: { v1beta1: identity }, fromHub: { v1beta1: identity } },
+    });
+    const target = { url: "https://example.test" };
+    const withCa = (config: object) => ({ ...config, caBundle: "Q0E=" });
+    const crd = mapClientConfigs(withConversion(Widget.crd(), widget, target), withCa);
+    const { validating } = webhookConfigurations("op", [widget], target);
+    expect(crd.spec.conversion?.webhook.clientConfig).toEqual({
+      url: "https://example.test/convert-shop-example-com-widget",
+      caBundle: "Q0E=",
+    });
+    expect(mapClientConfigs(validating as object, withCa)).toMatchObject({
+      webhooks: [
+        {
+          clientConfig: { url: "https://example.test/validate-shop-example-com-v1-widget", caBundle: "Q0E=" },
+        },
+      ],
+    });
+    const other = { kind: "ConfigMap", webhooks: [{ clientConfig: { url: "u" } }] };
+    expect(mapClientConfigs(other, withCa)).toEqual({
+      kind: "ConfigMap",
+      webhooks: [{ clientConfig: { url: "u" } }],
+    });
   });
 
   it("is pointed at a local server by localWebhookServing().rewrite, with its CA", async () => {

@@ -125,6 +125,38 @@ function clientConfig(target: WebhookTarget, path: string): Record<string, unkno
   return { ...base, ...(target.caBundle ? { caBundle: target.caBundle } : {}) };
 }
 
+/** A `clientConfig` as the API server reads it: a Service (and path) or a URL, and the CA bundle. */
+export interface ClientConfig {
+  service?: { name?: string; namespace?: string; port?: number; path?: string };
+  url?: string;
+  caBundle?: string;
+}
+
+/**
+ * Replaces, in place, every `clientConfig` of a CRD's conversion webhook or of a Mutating/Validating
+ * WebhookConfiguration's webhooks by `change(config)`; other objects are returned untouched.
+ */
+export function mapClientConfigs<T extends object>(
+  object: T,
+  change: (config: ClientConfig) => ClientConfig,
+): T {
+  const typed = object as {
+    kind?: string;
+    spec?: { conversion?: { webhook?: { clientConfig?: ClientConfig } } };
+    webhooks?: { clientConfig?: ClientConfig }[];
+  };
+  const conversion = typed.spec?.conversion?.webhook;
+  if (typed.kind === "CustomResourceDefinition" && conversion?.clientConfig) {
+    conversion.clientConfig = change(conversion.clientConfig);
+  }
+  if (typed.kind === "MutatingWebhookConfiguration" || typed.kind === "ValidatingWebhookConfiguration") {
+    for (const webhook of typed.webhooks ?? []) {
+      if (webhook.clientConfig) webhook.clientConfig = change(webhook.clientConfig);
+    }
+  }
+  return object;
+}
+
 export interface WebhookConfigurations {
   mutating?: Record<string, unknown>;
   validating?: Record<string, unknown>;
