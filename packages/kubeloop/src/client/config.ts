@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { RequestOptions } from "node:https";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { ConfigError } from "./errors.js";
@@ -53,60 +53,74 @@ const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
  * finding nothing is an error, never a silent `http://localhost:8080`.
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<ClusterConfig> {
-  const plain = plainSource(options);
-  const fast = plain && plainConfig(plain.text, plain.source, options.context);
+  const found = findKubeconfig(options);
+  if (!found) {
+    const inCluster = inClusterConfig();
+    if (inCluster) return inCluster;
+    throw new ConfigError(
+      "No Kubernetes configuration found: KUBECONFIG is not set, ~/.kube/config does not exist, " +
+        "and this is not a pod with a service account. Point KUBECONFIG at a kubeconfig file " +
+        "(for a local cluster: `npx kubeloop cluster start` prints one).",
+    );
+  }
+  const fast = found.text !== undefined && plainConfig(found.text, found.source, options.context);
   if (fast) return fast;
-  const noKubeconfig =
-    options.kubeconfigText === undefined &&
-    !options.kubeconfig &&
-    !process.env.KUBECONFIG &&
-    !existsSync(join(homedir(), ".kube", "config"));
-  const inCluster = noKubeconfig ? inClusterConfig() : undefined;
-  if (inCluster) return inCluster;
   const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
-  let source: string;
   try {
-    if (options.kubeconfigText !== undefined) {
-      kc.loadFromString(options.kubeconfigText);
-      source = "kubeconfig text";
-    } else if (options.kubeconfig) {
-      if (!existsSync(options.kubeconfig))
-        throw new ConfigError(`kubeconfig ${options.kubeconfig} does not exist`);
-      kc.loadFromFile(options.kubeconfig);
-      source = options.kubeconfig;
-    } else if (process.env.KUBECONFIG) {
-      const files = process.env.KUBECONFIG.split(":").filter(Boolean);
-      const missing = files.filter((file) => !existsSync(file));
-      if (missing.length === files.length) {
-        throw new ConfigError(`KUBECONFIG names ${files.join(", ")}, and none of them exists`);
-      }
-      kc.loadFromDefault();
-      source = process.env.KUBECONFIG;
-    } else if (existsSync(join(homedir(), ".kube", "config"))) {
-      source = join(homedir(), ".kube", "config");
-      kc.loadFromFile(source);
-    } else {
-      throw new ConfigError(
-        "No Kubernetes configuration found: KUBECONFIG is not set, ~/.kube/config does not exist, " +
-          "and this is not a pod with a service account. Point KUBECONFIG at a kubeconfig file " +
-          "(for a local cluster: `npx kubeloop cluster start` prints one).",
-      );
+    if (found.text === undefined) kc.loadFromDefault();
+    else {
+      // The text already read, with relative file paths resolved as `loadFromFile` does.
+      kc.loadFromString(found.text);
+      if (found.file) kc.makePathsAbsolute(dirname(found.file));
     }
   } catch (error) {
-    if (error instanceof ConfigError) throw error;
     throw new ConfigError(`Could not read the Kubernetes configuration: ${(error as Error).message}`);
   }
   if (options.context) {
     const names = kc.getContexts().map((c) => c.name);
     if (!names.includes(options.context)) {
       throw new ConfigError(
-        `Context "${options.context}" is not in ${source} (it has: ${names.join(", ") || "none"})`,
+        `Context "${options.context}" is not in ${found.source} (it has: ${names.join(", ") || "none"})`,
       );
     }
     kc.setCurrentContext(options.context);
   }
-  return fromKubeConfig(kc, source);
+  return fromKubeConfig(kc, found.source);
+}
+
+/**
+ * The kubeconfig `loadConfig` reads, each file read once: the text of a single file (or the text
+ * given), or no text when `$KUBECONFIG` merges several files (client-node's `loadFromDefault`
+ * reads those); `undefined` when there is none at all.
+ */
+function findKubeconfig(
+  options: LoadConfigOptions,
+): { source: string; text?: string; file?: string } | undefined {
+  if (options.kubeconfigText !== undefined)
+    return { source: "kubeconfig text", text: options.kubeconfigText };
+  let file: string;
+  if (options.kubeconfig) {
+    if (!existsSync(options.kubeconfig))
+      throw new ConfigError(`kubeconfig ${options.kubeconfig} does not exist`);
+    file = options.kubeconfig;
+  } else if (process.env.KUBECONFIG) {
+    const files = process.env.KUBECONFIG.split(":").filter(Boolean);
+    const present = files.filter((name) => existsSync(name));
+    if (present.length === 0) {
+      throw new ConfigError(`KUBECONFIG names ${files.join(", ")}, and none of them exists`);
+    }
+    if (files.length > 1) return { source: process.env.KUBECONFIG };
+    file = files[0] as string;
+  } else {
+    file = join(homedir(), ".kube", "config");
+    if (!existsSync(file)) return undefined;
+  }
+  try {
+    return { source: file, text: readFileSync(file, "utf8"), file };
+  } catch (error) {
+    throw new ConfigError(`Could not read the Kubernetes configuration: ${(error as Error).message}`);
+  }
 }
 
 async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterConfig> {
@@ -117,10 +131,8 @@ async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterCo
         "set one with `kubectl config use-context` or pass `context`",
     );
   }
-  let url: URL;
-  try {
-    url = new URL(cluster.server);
-  } catch {
+  const server = serverOf(cluster.server);
+  if (!server) {
     throw new ConfigError(
       `Cluster "${cluster.name}" in ${source} has an invalid server address: "${cluster.server}"`,
     );
@@ -134,27 +146,24 @@ async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterCo
   const user = kc.getCurrentUser();
   const dynamic = Boolean(user?.exec || user?.authProvider);
   const staticHeader = headerOf(options);
-  let cached: { value: string | undefined; at: number } | undefined;
-  const authorization = async (): Promise<string | undefined> => {
-    if (!dynamic) return staticHeader;
-    if (cached && Date.now() - cached.at < AUTH_REFRESH_MS) return cached.value;
-    const fresh: RequestOptions = {};
-    await kc.applyToHTTPSOptions(fresh);
-    cached = { value: headerOf(fresh), at: Date.now() };
-    return cached.value;
-  };
   const context = kc.getContextObject(kc.getCurrentContext());
-  const tls: ClusterConfig["tls"] = { rejectUnauthorized: options.rejectUnauthorized !== false };
-  if (options.ca) tls.ca = options.ca as string | Buffer;
-  if (options.cert) tls.cert = options.cert as string | Buffer;
-  if (options.key) tls.key = options.key as string | Buffer;
-  if (options.servername) tls.servername = options.servername;
   return {
-    server: url.origin + url.pathname.replace(/\/$/, ""),
-    tls,
+    server,
+    tls: tlsOf(options.rejectUnauthorized !== false, {
+      ca: options.ca as string | Buffer | undefined,
+      cert: options.cert as string | Buffer | undefined,
+      key: options.key as string | Buffer | undefined,
+      servername: options.servername,
+    }),
     namespace: context?.namespace || "default",
     source,
-    authorization,
+    authorization: dynamic
+      ? refreshing(async () => {
+          const fresh: RequestOptions = {};
+          await kc.applyToHTTPSOptions(fresh);
+          return headerOf(fresh);
+        })
+      : async () => staticHeader,
   };
 }
 
@@ -164,22 +173,36 @@ function headerOf(options: RequestOptions): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-/** The one kubeconfig file (or text) `loadConfig` would read, when it is a single one. */
-function plainSource(options: LoadConfigOptions): { text: string; source: string } | undefined {
+/** `https://host:port[/path]` without a trailing slash, or `undefined` when `server` is not a URL. */
+function serverOf(server: string): string | undefined {
   try {
-    if (options.kubeconfigText !== undefined)
-      return { text: options.kubeconfigText, source: "kubeconfig text" };
-    const file =
-      options.kubeconfig ??
-      (process.env.KUBECONFIG
-        ? process.env.KUBECONFIG.split(":").filter(Boolean)
-        : [join(homedir(), ".kube", "config")]);
-    const files = typeof file === "string" ? [file] : file;
-    if (files.length !== 1 || !files[0] || !existsSync(files[0])) return undefined;
-    return { text: readFileSync(files[0], "utf8"), source: files[0] };
+    const url = new URL(server);
+    return url.origin + url.pathname.replace(/\/$/, "");
   } catch {
     return undefined;
   }
+}
+
+/** The TLS options, without the pieces the source leaves out. */
+function tlsOf(
+  rejectUnauthorized: boolean,
+  material: Omit<ClusterConfig["tls"], "rejectUnauthorized">,
+): ClusterConfig["tls"] {
+  return { rejectUnauthorized, ...Object.fromEntries(Object.entries(material).filter(([, value]) => value)) };
+}
+
+/** An Authorization header that `read` re-evaluates at most every {@link AUTH_REFRESH_MS}. */
+function refreshing(
+  read: () => string | undefined | Promise<string | undefined>,
+  first?: string,
+): () => Promise<string | undefined> {
+  let cached: { value: string | undefined; at: number } | undefined =
+    first === undefined ? undefined : { value: first, at: Date.now() };
+  return async () => {
+    if (!cached || Date.now() - cached.at >= AUTH_REFRESH_MS)
+      cached = { value: await read(), at: Date.now() };
+    return cached.value;
+  };
 }
 
 const PLAIN_CLUSTER_KEYS = new Set([
@@ -214,25 +237,19 @@ function plainConfig(text: string, source: string, contextName?: string): Cluste
   if (!context || !cluster || !user || typeof cluster.server !== "string") return undefined;
   if (!Object.keys(cluster).every((key) => PLAIN_CLUSTER_KEYS.has(key))) return undefined;
   if (!Object.keys(user).every((key) => PLAIN_USER_KEYS.has(key))) return undefined;
-  let url: URL;
-  try {
-    url = new URL(cluster.server);
-  } catch {
-    return undefined;
-  }
+  const server = serverOf(cluster.server);
+  if (!server) return undefined;
   const data = (value: unknown) => (typeof value === "string" ? Buffer.from(value, "base64") : undefined);
-  const tls: ClusterConfig["tls"] = { rejectUnauthorized: cluster["insecure-skip-tls-verify"] !== true };
-  const ca = data(cluster["certificate-authority-data"]);
-  const cert = data(user["client-certificate-data"]);
-  const key = data(user["client-key-data"]);
-  if (ca) tls.ca = ca;
-  if (cert) tls.cert = cert;
-  if (key) tls.key = key;
-  if (typeof cluster["tls-server-name"] === "string") tls.servername = cluster["tls-server-name"];
+  const servername = cluster["tls-server-name"];
   const header = typeof user.token === "string" ? `Bearer ${user.token}` : undefined;
   return {
-    server: url.origin + url.pathname.replace(/\/$/, ""),
-    tls,
+    server,
+    tls: tlsOf(cluster["insecure-skip-tls-verify"] !== true, {
+      ca: data(cluster["certificate-authority-data"]),
+      cert: data(user["client-certificate-data"]),
+      key: data(user["client-key-data"]),
+      servername: typeof servername === "string" ? servername : undefined,
+    }),
     namespace: typeof context.namespace === "string" && context.namespace ? context.namespace : "default",
     source,
     authorization: async () => header,
@@ -255,23 +272,19 @@ export function inClusterConfig(
   if (!host || !port || !existsSync(tokenFile)) return undefined;
   const read = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file)) : undefined);
   const readToken = () => `Bearer ${readFileSync(tokenFile, "utf8").trim()}`;
-  let cached = { value: readToken(), at: Date.now() };
-  const authorization = async () => {
-    if (Date.now() - cached.at >= AUTH_REFRESH_MS) {
+  let token = readToken();
+  return {
+    server: `https://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    tls: tlsOf(true, { ca: read("ca.crt") }),
+    namespace: read("namespace")?.toString("utf8").trim() || "default",
+    source: "in-cluster service account",
+    authorization: refreshing(() => {
       try {
-        cached = { value: readToken(), at: Date.now() };
+        token = readToken();
       } catch {
         // Mid-rotation (the kubelet swaps a symlink): keep the token we have and try again later.
       }
-    }
-    return cached.value;
-  };
-  const ca = read("ca.crt");
-  return {
-    server: `https://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    tls: { rejectUnauthorized: true, ...(ca ? { ca } : {}) },
-    namespace: read("namespace")?.toString("utf8").trim() || "default",
-    source: "in-cluster service account",
-    authorization,
+      return token;
+    }, token),
   };
 }
