@@ -1,9 +1,9 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
 import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
+import { readManifests } from "../testing/crds.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -33,25 +33,10 @@ export interface Crd extends KubeObject {
   status?: { conditions?: { type: string; status: string; message?: string }[] };
 }
 
-/** Every object in the YAML files of these files and folders (missing folders are skipped). */
-export function readManifests(paths: string[]): KubeObject[] {
-  const files = paths
-    .filter((path) => existsSync(path))
-    .flatMap((path) =>
-      statSync(path).isDirectory()
-        ? readdirSync(path)
-            .filter((file) => /\.ya?ml$/.test(file))
-            .sort()
-            .map((file) => join(path, file))
-        : [path],
-    );
-  return files.flatMap((file) =>
-    parseAllDocuments(readFileSync(file, "utf8")).flatMap((document) => {
-      if (document.errors.length > 0) throw new CliError(`${file}: ${document.errors[0]?.message}`);
-      const object = document.toJS() as KubeObject | null;
-      return object ? [object] : [];
-    }),
-  );
+/** Every object in these folders of config/ (the ones that exist). */
+export function readConfig(config: string, dirs: string[]): KubeObject[] {
+  const paths = dirs.map((dir) => join(config, dir)).filter((path) => existsSync(path));
+  return readManifests(paths) as KubeObject[];
 }
 
 export function isCrd(object: KubeObject): object is Crd {

@@ -1,11 +1,10 @@
 import { X509Certificate } from "node:crypto";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { CertificateAuthority } from "../testing/pki.js";
-import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readManifests } from "./apply-manifests.js";
+import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { refuseWhileObjectsExist } from "./install.js";
 import { loadProject, type Project } from "./project.js";
@@ -110,12 +109,11 @@ export async function undeployCommand(argv: string[]): Promise<number> {
 
 /** Everything in config/ but the samples, in apply order. */
 function operatorObjects(project: Project): KubeObject[] {
-  const dirs = ["crd", "rbac", "manager", "webhook"].map((dir) => join(project.config, dir));
   const rank = (object: KubeObject) => {
     const index = ORDER.indexOf(object.kind ?? "");
     return index === -1 ? ORDER.length : index;
   };
-  return readManifests(dirs).sort((a, b) => rank(a) - rank(b));
+  return readConfig(project.config, ["crd", "rbac", "manager", "webhook"]).sort((a, b) => rank(a) - rank(b));
 }
 
 function withImage(object: KubeObject, image: string): KubeObject {

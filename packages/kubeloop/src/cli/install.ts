@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
-import { applyAll, CRD_TYPE, type Crd, deleteAll, isCrd, readManifests } from "./apply-manifests.js";
+import { applyAll, CRD_TYPE, type Crd, deleteAll, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { loadProject } from "./project.js";
 import { regenerate } from "./regenerate.js";
@@ -64,7 +64,7 @@ export async function uninstallCommand(argv: string[]): Promise<number> {
 }
 
 export function projectCrds(config: string): Crd[] {
-  const crds = readManifests([join(config, "crd")]).filter(isCrd);
+  const crds = readConfig(config, ["crd"]).filter(isCrd);
   if (crds.length === 0) {
     throw new CliError(`no CRDs in ${join(config, "crd")}: add a kind with \`kubeloop create api\``);
   }

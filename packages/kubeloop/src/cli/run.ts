@@ -5,7 +5,7 @@ import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "../client/types.js";
 import { type LocalWebhookServing, localWebhookServing } from "../testing/local-webhooks.js";
-import { applyAll, readManifests } from "./apply-manifests.js";
+import { applyAll, readConfig } from "./apply-manifests.js";
 import { clusterCommand, DEFAULT_CLUSTER_DIR, liveState } from "./cluster.js";
 import { CliError } from "./errors.js";
 import { loadProject, type Project } from "./project.js";
@@ -210,7 +210,7 @@ async function cluster(project: Project): Promise<{ target: Target; kubeconfig: 
 
 /** config/crd and config/webhook, pointed at this machine's webhook server when there is one. */
 function manifests(project: Project, serving: LocalWebhookServing | undefined): KubeObject[] {
-  const objects = readManifests([join(project.config, "crd"), join(project.config, "webhook")]);
+  const objects = readConfig(project.config, ["crd", "webhook"]);
   return serving ? serving.rewrite(objects) : objects;
 }
 

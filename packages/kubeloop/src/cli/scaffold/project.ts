@@ -254,7 +254,7 @@ const WEBHOOKS_INDEX = `// The project's admission and conversion webhooks. \`ku
 // config/webhook/ for them.
 ${EMPTY_EXPORT}`;
 
-const ENVIRONMENT = `import { existsSync, readdirSync, readFileSync } from "node:fs";
+const ENVIRONMENT = `import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Client, type KubeObject, Manager } from "kubeloop";
 import {
@@ -263,8 +263,8 @@ import {
   type KubectlResult,
   kubectl,
   localWebhookServing,
+  readManifests,
 } from "kubeloop/testing";
-import { parseAllDocuments } from "yaml";
 import * as controllers from "../src/controllers.ts";
 import * as webhooks from "../src/webhooks.ts";
 
@@ -290,7 +290,8 @@ export async function startEnvironment(): Promise<Environment> {
   const plane = await new ControlPlane({ profile: "apiserver" }).start();
   const definitions = Object.values(webhooks);
   const serving = definitions.length > 0 ? await localWebhookServing() : undefined;
-  const manifests = readManifests(join(root, "config/crd"), join(root, "config/webhook"));
+  const dirs = [join(root, "config/crd"), join(root, "config/webhook")].filter((dir) => existsSync(dir));
+  const manifests = readManifests(dirs) as KubeObject[];
   const local = serving ? serving.rewrite(manifests) : manifests;
   const crds = local.filter((object) => object.kind === "CustomResourceDefinition");
   if (crds.length > 0) await plane.installCrdObjects(crds as unknown as CrdObject[]);
@@ -324,20 +325,6 @@ export async function startEnvironment(): Promise<Environment> {
       serving?.dispose();
     },
   };
-}
-
-/** Every object in the YAML files of these folders (the ones that exist). */
-function readManifests(...dirs: string[]): KubeObject[] {
-  return dirs
-    .filter((dir) => existsSync(dir))
-    .flatMap((dir) =>
-      readdirSync(dir)
-        .filter((file) => file.endsWith(".yaml"))
-        .sort()
-        .flatMap((file) => parseAllDocuments(readFileSync(join(dir, file), "utf8"))),
-    )
-    .map((document) => document.toJS() as KubeObject | null)
-    .filter((object): object is KubeObject => object !== null);
 }
 `;
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 
 /**
  * The dependency versions a new project starts with. kubeloop's own and those of the packages a
- * project imports beside it (`typebox` for schemas, `yaml` in its tests) come from kubeloop's
+ * project imports beside it (`typebox` for schemas) come from kubeloop's
  * package.json, so a project always uses the very versions its kubeloop was built and tested with
  * (two copies of typebox would make schemas from one unreadable to the other).
  */
@@ -32,6 +32,6 @@ export function projectDependencies(kubeloopSpec: string): {
   };
   return {
     dependencies: { kubeloop: kubeloopSpec, typebox: pinned("typebox") },
-    devDependencies: { ...TOOLS, yaml: `^${pinned("yaml")}` },
+    devDependencies: { ...TOOLS },
   };
 }
