@@ -8,6 +8,7 @@ import { type KubeObject, objectKey, type ResourceType } from "../client/types.j
 import type { QueueMetrics } from "../queue/metrics.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
+import { groupOf } from "../resources/identify.js";
 import { type CacheReader, createContext, type EventSink, type ReconcileContext } from "./context.js";
 import { type CacheLookup, Expectations, typeKeyOf } from "./expectations.js";
 import type { Change, Predicate } from "./predicates.js";
@@ -112,10 +113,12 @@ export class Controller<T extends KubeObject> {
   private env: ControllerEnvironment | undefined;
   private unsubscribe: (() => void)[] = [];
   private statusSubresource: Promise<boolean> | undefined;
+  private readonly primaryGroup: string;
 
   constructor(spec: ControllerSpec<T>) {
     this.spec = spec;
     this.name = spec.name;
+    this.primaryGroup = groupOf(spec.primary.apiVersion);
   }
 
   /** The informers this controller reads (primary, owned, watched), for the manager's health checks. */
@@ -244,10 +247,12 @@ export class Controller<T extends KubeObject> {
 
   /** Owned children map to their controller owner, if it is of the primary kind. */
   private ownersOf(object: KubeObject): Request[] {
-    const group = groupOf(this.spec.primary.apiVersion);
     return (object.metadata?.ownerReferences ?? [])
       .filter(
-        (ref) => ref.controller && ref.kind === this.spec.primary.kind && groupOf(ref.apiVersion) === group,
+        (ref) =>
+          ref.controller &&
+          ref.kind === this.spec.primary.kind &&
+          groupOf(ref.apiVersion) === this.primaryGroup,
       )
       .map((ref) => ({ namespace: object.metadata?.namespace, name: ref.name }));
   }
@@ -461,9 +466,4 @@ function requestOf(object: KubeObject): Request {
 function toArray(value: Request[] | Request | undefined): Request[] {
   if (!value) return [];
   return Array.isArray(value) ? value : [value];
-}
-
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf("/");
-  return slash < 0 ? "" : apiVersion.slice(0, slash);
 }

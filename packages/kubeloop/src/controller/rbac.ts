@@ -1,4 +1,5 @@
 import type { ResourceType } from "../client/types.js";
+import { groupOf } from "../resources/identify.js";
 
 /**
  * The least RBAC a set of controllers needs, derived from what they declare — not written by hand,
@@ -126,11 +127,6 @@ const VERB_ORDER = ["get", "list", "watch", "create", "update", "patch", "delete
 
 function sortVerbs(verbs: string[]): string[] {
   return verbs.sort((a, b) => VERB_ORDER.indexOf(a) - VERB_ORDER.indexOf(b));
-}
-
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf("/");
-  return slash < 0 ? "" : apiVersion.slice(0, slash);
 }
 
 function pluralOf(type: ResourceType): string {

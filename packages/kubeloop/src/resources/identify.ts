@@ -1,5 +1,16 @@
 import type { KubeObject, ResourceType } from "../client/types.js";
 
+/** `apps/v1` → `apps`; `v1` (the core group) → "". */
+export function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf("/");
+  return slash === -1 ? "" : apiVersion.slice(0, slash);
+}
+
+/** `apps/v1` → `v1`; `v1` → `v1`. */
+export function versionOf(apiVersion: string): string {
+  return apiVersion.slice(apiVersion.indexOf("/") + 1);
+}
+
 /**
  * The type, name and namespace to write an object to. Objects in list responses of built-in kinds
  * (and so in caches) lack apiVersion and kind: a helper that needs them says so, instead of the

@@ -1,6 +1,7 @@
 import type { OwnerReference } from "kubernetes-types/meta/v1.js";
 import type { KubeObject } from "../client/types.js";
 import { AlreadyOwned, InvalidOwnerReference } from "./errors.js";
+import { groupOf } from "./identify.js";
 
 export type { OwnerReference } from "kubernetes-types/meta/v1.js";
 
@@ -157,12 +158,6 @@ function refersTo(reference: OwnerReference, owner: KubeObject): boolean {
 /** Same object for replacement: group, kind and name (controller-runtime's `referSameObject`). */
 function sameObject(a: OwnerReference, b: OwnerReference): boolean {
   return groupOf(a.apiVersion) === groupOf(b.apiVersion) && a.kind === b.kind && a.name === b.name;
-}
-
-/** `apps/v1` → `apps`; `v1` (the core group) → "". */
-function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf("/");
-  return slash === -1 ? "" : apiVersion.slice(0, slash);
 }
 
 function describe(object: KubeObject): string {

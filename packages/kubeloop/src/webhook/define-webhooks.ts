@@ -1,5 +1,6 @@
 import type { KubeObject, ObjectOf, ResourceType } from "../client/types.js";
 import type { CustomResourceDefinition } from "../resources/define-resource.js";
+import { groupOf, versionOf } from "../resources/identify.js";
 import type { Converters, Defaulter, Validator } from "./server.js";
 
 /**
@@ -78,9 +79,8 @@ export function defineWebhooks<R extends Defined>(
     throw new TypeError(`defineWebhooks(${resource.kind}): give at least one of default, validate, convert`);
   if (parts.timeoutSeconds !== undefined && !(parts.timeoutSeconds >= 1 && parts.timeoutSeconds <= 30))
     throw new RangeError(`defineWebhooks(${resource.kind}): timeoutSeconds must be 1–30`);
-  const slash = resource.apiVersion.indexOf("/");
-  const group = slash < 0 ? "" : resource.apiVersion.slice(0, slash);
-  const version = resource.apiVersion.slice(slash + 1);
+  const group = groupOf(resource.apiVersion);
+  const version = versionOf(resource.apiVersion);
   const stem = `${group.replaceAll(".", "-")}-${version}-${resource.kind.toLowerCase()}`;
   return Object.freeze({
     resource: {

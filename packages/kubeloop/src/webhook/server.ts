@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { join } from "node:path";
 import type { KubeObject } from "../client/types.js";
+import { versionOf } from "../resources/identify.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
 
@@ -91,10 +92,6 @@ function convert(request: ConversionRequest, converters: Converters): Record<str
       result: { status: "Failure", message: (error as Error).message },
     };
   }
-}
-
-function versionOf(apiVersion: string): string {
-  return apiVersion.slice(apiVersion.indexOf("/") + 1);
 }
 
 export interface Converters {
