@@ -7,6 +7,7 @@ import { CertificateAuthority } from "../testing/pki.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { refuseWhileObjectsExist } from "./install.js";
+import { webhookCertSecret, webhookServiceName } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
 import { regenerate } from "./regenerate.js";
 import { requireCluster } from "./target.js";
@@ -165,17 +166,14 @@ export async function ensureWebhookCertificate(
   objects: KubeObject[],
   now: () => number = Date.now,
 ): Promise<string | undefined> {
-  const deployment = objects.find((object) => object.kind === "Deployment") as
-    | (KubeObject & { spec: { template: { spec: { volumes?: { secret?: { secretName: string } }[] } } } })
-    | undefined;
-  const secretName = deployment?.spec.template.spec.volumes?.find((volume) => volume.secret)?.secret
-    ?.secretName;
-  const service = objects.find(
-    (object) => object.kind === "Service" && object.metadata?.name?.endsWith("-webhook-service"),
-  );
-  if (!secretName || !service) return undefined;
-  const namespace = service.metadata?.namespace ?? "";
-  const name = service.metadata?.name ?? "";
+  // The Deployment is named after the project, the webhook Service and Secret after it (manifests.ts).
+  const { name: project = "", namespace = "" } =
+    objects.find((object) => object.kind === "Deployment")?.metadata ?? {};
+  const name = webhookServiceName(project);
+  if (!objects.some((object) => object.kind === "Service" && object.metadata?.name === name)) {
+    return undefined;
+  }
+  const secretName = webhookCertSecret(project);
   const dnsNames = [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
   const read = async (secret: string) => {
     try {
