@@ -22,9 +22,8 @@ export interface ReplaceResult<T> {
 
 export class Store<T extends KubeObject> {
   private readonly objects = new Map<string, T>();
-  private readonly indexFuncs = new Map<string, IndexFunc<T>>();
-  /** index name → value → keys */
-  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  /** index name → its function, and value → keys */
+  private readonly indexes = new Map<string, { fn: IndexFunc<T>; values: Map<string, Set<string>> }>();
 
   constructor(indexes: Record<string, IndexFunc<T>> = {}) {
     this.addIndex(NAMESPACE_INDEX, (object) => [object.metadata?.namespace ?? ""]);
@@ -51,7 +50,7 @@ export class Store<T extends KubeObject> {
   byIndex(name: string, value: string): T[] {
     const index = this.indexes.get(name);
     if (!index) throw new Error(`No index named "${name}" (have: ${[...this.indexes.keys()].join(", ")})`);
-    const keys = index.get(value);
+    const keys = index.values.get(value);
     if (!keys) return [];
     const result: T[] = [];
     for (const key of keys) {
@@ -63,21 +62,15 @@ export class Store<T extends KubeObject> {
 
   /** Adds an index, filing every object already cached. */
   addIndex(name: string, fn: IndexFunc<T>): void {
-    if (this.indexFuncs.has(name)) throw new Error(`Index "${name}" already exists`);
-    this.indexFuncs.set(name, fn);
-    const index = new Map<string, Set<string>>();
-    this.indexes.set(name, index);
-    for (const [key, object] of this.objects) file(index, fn(object), key);
+    if (this.indexes.has(name)) throw new Error(`Index "${name}" already exists`);
+    const values = new Map<string, Set<string>>();
+    this.indexes.set(name, { fn, values });
+    for (const [key, object] of this.objects) file(values, fn(object), key);
   }
 
   /** Inserts or replaces; returns the previous object, if any. */
   upsert(object: T): T | undefined {
-    const key = objectKey(object);
-    const old = this.objects.get(key);
-    if (old) this.unindex(old, key);
-    this.objects.set(key, object);
-    this.index(object, key);
-    return old;
+    return this.put(objectKey(object), object);
   }
 
   /** Removes by key; returns the removed object, if it was cached. */
@@ -96,11 +89,11 @@ export class Store<T extends KubeObject> {
     for (const object of objects) {
       const key = objectKey(object);
       seen.add(key);
-      const old = this.upsert(object);
+      const old = this.put(key, object);
       if (!old) result.added.push(object);
       else result.updated.push({ old, object });
     }
-    for (const key of [...this.objects.keys()]) {
+    for (const key of this.objects.keys()) {
       if (seen.has(key)) continue;
       const removed = this.remove(key);
       if (removed) result.deleted.push(removed);
@@ -108,18 +101,24 @@ export class Store<T extends KubeObject> {
     return result;
   }
 
+  private put(key: string, object: T): T | undefined {
+    const old = this.objects.get(key);
+    if (old) this.unindex(old, key);
+    this.objects.set(key, object);
+    this.index(object, key);
+    return old;
+  }
+
   private index(object: T, key: string): void {
-    for (const [name, fn] of this.indexFuncs)
-      file(this.indexes.get(name) as Map<string, Set<string>>, fn(object), key);
+    for (const { fn, values } of this.indexes.values()) file(values, fn(object), key);
   }
 
   private unindex(object: T, key: string): void {
-    for (const [name, fn] of this.indexFuncs) {
-      const index = this.indexes.get(name) as Map<string, Set<string>>;
+    for (const { fn, values } of this.indexes.values()) {
       for (const value of fn(object)) {
-        const keys = index.get(value);
+        const keys = values.get(value);
         keys?.delete(key);
-        if (keys?.size === 0) index.delete(value);
+        if (keys?.size === 0) values.delete(value);
       }
     }
   }
