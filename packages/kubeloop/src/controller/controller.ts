@@ -208,10 +208,10 @@ export class Controller<T extends KubeObject> {
   ): void {
     const enqueue = (change: Change, initial: boolean) => {
       if (!predicates.every((p) => p(change))) return;
-      const requests = toRequests(change.object);
-      // An update can move an object between owners (or mapped keys): both must hear of it.
-      if (change.old && change.type === "updated") requests.push(...toRequests(change.old));
-      const keys = new Set(requests.map(keyOf));
+      const keys = new Set(toRequests(change.object).map(keyOf));
+      // An update can move an object between owners (or mapped keys): both must hear of it. (Not
+      // pushed onto the mapped array: a map function may return one it keeps.)
+      if (change.old && change.type === "updated") for (const r of toRequests(change.old)) keys.add(keyOf(r));
       for (const key of keys) this.requireQueue().add(key, initial ? LOW_PRIORITY : 0);
     };
     const primaryType = informer === (this.primary as unknown as Informer<KubeObject>);
