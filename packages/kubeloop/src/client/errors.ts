@@ -118,6 +118,21 @@ export class Timeout extends ApiError {
   override name = "Timeout";
 }
 
+const ERROR_BY_CODE: Record<number, typeof ApiError> = {
+  400: BadRequest,
+  401: Unauthorized,
+  403: Forbidden,
+  404: NotFound,
+  405: MethodNotAllowed,
+  409: Conflict,
+  410: Gone,
+  413: RequestEntityTooLarge,
+  415: UnsupportedMediaType,
+  422: Invalid,
+  429: TooManyRequests,
+  503: ServiceUnavailable,
+};
+
 /** Maps an HTTP code and Status to the matching error type. */
 export function apiErrorFor(
   code: number,
@@ -127,39 +142,13 @@ export function apiErrorFor(
 ): ApiError {
   const fallback = text?.trim() ? `HTTP ${code} from ${request}: ${text.trim().slice(0, 500)}` : undefined;
   const reason = status?.reason;
-  if (reason === "Timeout" || code === 504) return new Timeout(code, status, request, fallback);
-  switch (code) {
-    case 400:
-      return new BadRequest(code, status, request, fallback);
-    case 401:
-      return new Unauthorized(code, status, request, fallback);
-    case 403:
-      return new Forbidden(code, status, request, fallback);
-    case 404:
-      return new NotFound(code, status, request, fallback);
-    case 405:
-      return new MethodNotAllowed(code, status, request, fallback);
-    case 409:
-      return reason === "AlreadyExists"
-        ? new AlreadyExists(code, status, request, fallback)
-        : new Conflict(code, status, request, fallback);
-    case 410:
-      return new Gone(code, status, request, fallback);
-    case 413:
-      return new RequestEntityTooLarge(code, status, request, fallback);
-    case 415:
-      return new UnsupportedMediaType(code, status, request, fallback);
-    case 422:
-      return new Invalid(code, status, request, fallback);
-    case 429:
-      return new TooManyRequests(code, status, request, fallback);
-    case 503:
-      return new ServiceUnavailable(code, status, request, fallback);
-    default:
-      return code >= 500
-        ? new InternalError(code, status, request, fallback)
-        : new ApiError(code, status, request, fallback);
-  }
+  const type =
+    reason === "Timeout" || code === 504
+      ? Timeout
+      : code === 409 && reason === "AlreadyExists"
+        ? AlreadyExists
+        : (ERROR_BY_CODE[code] ?? (code >= 500 ? InternalError : ApiError));
+  return new type(code, status, request, fallback);
 }
 
 /** The configuration could not be loaded (no kubeconfig, a bad file, an unknown context). */
