@@ -127,10 +127,10 @@ export class Transport {
 
   private async requestOnce(request: HttpRequest): Promise<HttpResponse> {
     const maxRetries = this.options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    const timeout = this.requestTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       await this.bucket?.take();
       const started = performance.now();
-      const timeout = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
       const response = await this.sendRetryingStaleConnections(request, {
         headersTimeout: timeout,
         bodyTimeout: timeout,
@@ -157,7 +157,7 @@ export class Transport {
   async stream(request: StreamRequest): Promise<StreamResponse> {
     await this.bucket?.take();
     const response = await this.send(request, {
-      headersTimeout: this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      headersTimeout: this.requestTimeoutMs,
       bodyTimeout: request.inactivityTimeoutMs,
     });
     const method = request.query?.watch ? "WATCH" : request.method;
@@ -272,15 +272,17 @@ function retryAfterMs(error: ApiError, header: string | string[] | undefined): n
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    // The listener goes when the wait ends: `signal` may be long-lived (an informer's), waited on
+    // again at every retry.
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
 
