@@ -103,10 +103,16 @@ export interface Converters {
   fromHub: Record<string, (object: KubeObject) => KubeObject>;
 }
 
-/** One path: an AdmissionReview handler, or a conversion through a hub. */
-type Handler =
-  | { kind: "admission"; run: (request: AdmissionRequest) => Promise<Record<string, unknown>> }
-  | { kind: "conversion"; converters: Converters };
+/** One path: the review it answers, and how it answers a request (the response, `uid` included). */
+interface Handler {
+  review: "AdmissionReview" | "ConversionReview";
+  run: (request: AdmissionRequest & ConversionRequest) => Promise<Record<string, unknown>>;
+}
+
+const REVIEW_API_VERSION = {
+  AdmissionReview: "admission.k8s.io/v1",
+  ConversionReview: "apiextensions.k8s.io/v1",
+};
 
 export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
@@ -125,38 +131,52 @@ export class WebhookServer {
   }
 
   defaulting<T extends KubeObject>(path: string, defaulter: Defaulter<T>): this {
-    this.handlers.set(path, {
-      kind: "admission",
-      run: async (request) => {
-        const original = request.object as T;
-        const copy = structuredClone(original);
-        const changed = (await defaulter(copy, request as AdmissionRequest<T>)) ?? copy;
-        const patch = jsonPatch(original, changed);
-        return patch.length === 0
-          ? { allowed: true }
-          : {
-              allowed: true,
-              patchType: "JSONPatch",
-              patch: Buffer.from(JSON.stringify(patch)).toString("base64"),
-            };
-      },
+    return this.admission(path, async (request) => {
+      const original = request.object as T;
+      const copy = structuredClone(original);
+      const changed = (await defaulter(copy, request as AdmissionRequest<T>)) ?? copy;
+      const patch = jsonPatch(original, changed);
+      return patch.length === 0
+        ? { allowed: true }
+        : {
+            allowed: true,
+            patchType: "JSONPatch",
+            patch: Buffer.from(JSON.stringify(patch)).toString("base64"),
+          };
     });
-    return this;
   }
 
   validating<T extends KubeObject>(path: string, validator: Validator<T>): this {
+    return this.admission(path, async (request) => {
+      const object = (request.operation === "DELETE" ? request.oldObject : request.object) as T;
+      const result = await validator(object, request as AdmissionRequest<T>);
+      return result.allowed
+        ? { allowed: true, ...(result.warnings?.length ? { warnings: result.warnings } : {}) }
+        : {
+            allowed: false,
+            status: { code: 403, message: result.message },
+            ...(result.warnings?.length ? { warnings: result.warnings } : {}),
+          };
+    });
+  }
+
+  private admission(
+    path: string,
+    run: (request: AdmissionRequest) => Promise<Record<string, unknown>>,
+  ): this {
     this.handlers.set(path, {
-      kind: "admission",
+      review: "AdmissionReview",
       run: async (request) => {
-        const object = (request.operation === "DELETE" ? request.oldObject : request.object) as T;
-        const result = await validator(object, request as AdmissionRequest<T>);
-        return result.allowed
-          ? { allowed: true, ...(result.warnings?.length ? { warnings: result.warnings } : {}) }
-          : {
-              allowed: false,
-              status: { code: 403, message: result.message },
-              ...(result.warnings?.length ? { warnings: result.warnings } : {}),
-            };
+        try {
+          return { uid: request.uid, ...(await run(request)) };
+        } catch (error) {
+          // A bug in a webhook must not be mistaken for a verdict: deny with what went wrong.
+          return {
+            uid: request.uid,
+            allowed: false,
+            status: { code: 500, message: `webhook error: ${(error as Error).message}` },
+          };
+        }
       },
     });
     return this;
@@ -168,7 +188,10 @@ export class WebhookServer {
    * Objects come and go as plain JSON; `apiVersion` is set by the server.
    */
   conversion(path: string, converters: Converters): this {
-    this.handlers.set(path, { kind: "conversion", converters });
+    this.handlers.set(path, {
+      review: "ConversionReview",
+      run: async (request) => convert(request, converters),
+    });
     return this;
   }
 
@@ -201,46 +224,21 @@ export class WebhookServer {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", async () => {
-        let review: { apiVersion?: string; request?: AdmissionRequest & ConversionRequest };
+        let review: { request?: AdmissionRequest & ConversionRequest };
         try {
           review = JSON.parse(Buffer.concat(chunks).toString("utf8"));
         } catch {
           res.writeHead(400).end("not JSON");
           return;
         }
-        if (handler.kind === "conversion" && review.request) {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(
-            JSON.stringify({
-              apiVersion: "apiextensions.k8s.io/v1",
-              kind: "ConversionReview",
-              response: convert(review.request, handler.converters),
-            }),
-          );
+        if (!review.request) {
+          res.writeHead(400).end(`no request in the ${handler.review}`);
           return;
         }
-        const request = review.request;
-        if (!request || handler.kind !== "admission") {
-          res.writeHead(400).end("no request in the AdmissionReview");
-          return;
-        }
-        let response: Record<string, unknown>;
-        try {
-          response = await handler.run(request);
-        } catch (error) {
-          // A bug in a webhook must not be mistaken for a verdict: deny with what went wrong.
-          response = {
-            allowed: false,
-            status: { code: 500, message: `webhook error: ${(error as Error).message}` },
-          };
-        }
+        const response = await handler.run(review.request);
         res.writeHead(200, { "content-type": "application/json" });
         res.end(
-          JSON.stringify({
-            apiVersion: "admission.k8s.io/v1",
-            kind: "AdmissionReview",
-            response: { uid: request.uid, ...response },
-          }),
+          JSON.stringify({ apiVersion: REVIEW_API_VERSION[handler.review], kind: handler.review, response }),
         );
       });
     });
