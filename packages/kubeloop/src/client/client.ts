@@ -376,13 +376,10 @@ export class Client {
     write = false,
   ): Promise<string> {
     const info = await this.resolve(type);
-    const base = info.group ? `/apis/${info.group}/${info.version}` : `/api/${info.version}`;
-    if (info.namespaced && namespace)
-      return `${base}/namespaces/${encodeURIComponent(namespace)}/${info.resource}`;
-    if (info.namespaced && write) {
+    if (info.namespaced && !namespace && write) {
       throw new TypeError(`${type.kind} is namespaced: set metadata.namespace (or the namespace option)`);
     }
-    return `${base}/${info.resource}`;
+    return collectionPathOf(info, namespace);
   }
 
   private async objectPath(
@@ -396,9 +393,15 @@ export class Client {
     if (info.namespaced && !namespace) {
       throw new TypeError(`${type.kind} is namespaced: pass the namespace of ${name}`);
     }
-    const collection = await this.collectionPath(type, info.namespaced ? namespace : undefined);
-    return `${collection}/${encodeURIComponent(name)}${sub ? `/${sub}` : ""}`;
+    return `${collectionPathOf(info, namespace)}/${encodeURIComponent(name)}${sub ? `/${sub}` : ""}`;
   }
+}
+
+function collectionPathOf(info: ResourceInfo, namespace: string | undefined): string {
+  const base = info.group ? `/apis/${info.group}/${info.version}` : `/api/${info.version}`;
+  return info.namespaced && namespace
+    ? `${base}/namespaces/${encodeURIComponent(namespace)}/${info.resource}`
+    : `${base}/${info.resource}`;
 }
 
 function typeOf(object: KubeObject): ResourceType {
