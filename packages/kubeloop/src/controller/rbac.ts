@@ -49,10 +49,8 @@ const EVENT = { apiVersion: "events.k8s.io/v1", kind: "Event", namespaced: true 
 
 /** Every rule the controllers need, regardless of scope (one ClusterRole's worth). */
 export function rbacRules(controllers: DeclaredTypes[], extra: PolicyRule[] = []): PolicyRule[] {
-  const grants = new Grants();
-  for (const spec of controllers) grants.declare(spec, () => true);
-  grants.add(EVENT, "events", ["create", "patch"]);
-  return grants.rules(extra);
+  const { cluster } = rbacRoles(controllers.map((spec) => ({ ...spec, namespace: undefined })));
+  return sortRules([...cluster, ...extra]);
 }
 
 /** The rules split by scope: see the module's comment. */
@@ -106,16 +104,19 @@ class Grants {
     this.extra.push(...(spec.permissions ?? []));
   }
 
-  rules(extra: PolicyRule[] = []): PolicyRule[] {
+  rules(): PolicyRule[] {
     const rules: PolicyRule[] = [...this.verbs].map(([key, set]) => {
       const [group, resource] = key.split("|") as [string, string];
       return { apiGroups: [group], resources: [resource], verbs: sortVerbs([...set]) };
     });
-    rules.push(...this.extra, ...extra);
-    return rules.sort((a, b) =>
-      `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`),
-    );
+    return sortRules([...rules, ...this.extra]);
   }
+}
+
+function sortRules(rules: PolicyRule[]): PolicyRule[] {
+  return rules.sort((a, b) =>
+    `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`),
+  );
 }
 
 /** What leader election needs, in the operator's own namespace. */
