@@ -4,6 +4,7 @@ import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { CertificateAuthority } from "../testing/pki.js";
+import { type ClientConfig, mapClientConfigs } from "../webhook/define-webhooks.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { refuseWhileObjectsExist } from "./install.js";
@@ -68,9 +69,10 @@ export async function deployCommand(argv: string[]): Promise<number> {
     const objects = operatorObjects(project).map((object) => withImage(object, image));
     console.log(`Deploying ${project.name} (${image}) to ${target.description}`);
     const caBundle = await ensureWebhookCertificate(target.client, objects);
+    const trusted = (config: ClientConfig) => ({ ...config, caBundle });
     await applyAll(
       target.client,
-      caBundle ? objects.map((object) => withCaBundle(object, caBundle)) : objects,
+      caBundle ? objects.map((object) => mapClientConfigs(structuredClone(object), trusted)) : objects,
     );
   } finally {
     await target.client.close();
@@ -125,21 +127,6 @@ function withImage(object: KubeObject, image: string): KubeObject {
   for (const container of copy.spec.template.spec.containers) {
     if (container.name === "manager") container.image = image;
   }
-  return copy;
-}
-
-type WithClientConfig = { clientConfig?: { caBundle?: string } };
-
-function withCaBundle(object: KubeObject, caBundle: string): KubeObject {
-  const copy = structuredClone(object) as KubeObject & {
-    webhooks?: WithClientConfig[];
-    spec?: { conversion?: { webhook?: WithClientConfig } };
-  };
-  for (const webhook of copy.webhooks ?? []) {
-    if (webhook.clientConfig) webhook.clientConfig.caBundle = caBundle;
-  }
-  const conversion = copy.spec?.conversion?.webhook?.clientConfig;
-  if (isCrd(object) && conversion) conversion.caBundle = caBundle;
   return copy;
 }
 

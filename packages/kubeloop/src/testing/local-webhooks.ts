@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ClientConfig, mapClientConfigs } from "../webhook/define-webhooks.js";
 import { CertificateAuthority } from "./pki.js";
 import { freePorts } from "./ports.js";
 
@@ -43,7 +44,7 @@ export async function localWebhookServing(options: { port?: number } = {}): Prom
   writeFileSync(join(certDir, "tls.crt"), serving.cert);
   writeFileSync(join(certDir, "tls.key"), serving.key, { mode: 0o600 });
   const caBundle = Buffer.from(ca.cert).toString("base64");
-  const toUrl = (config: { service?: { path?: string } }) => {
+  const toUrl = (config: ClientConfig): ClientConfig => {
     const { service, ...rest } = config;
     return { ...rest, url: `https://127.0.0.1:${port}${service?.path ?? "/"}`, caBundle };
   };
@@ -51,28 +52,7 @@ export async function localWebhookServing(options: { port?: number } = {}): Prom
     certDir,
     caBundle,
     port,
-    rewrite: (objects) => objects.map((object) => pointAtLocal(structuredClone(object), toUrl)),
+    rewrite: (objects) => objects.map((object) => mapClientConfigs(structuredClone(object), toUrl)),
     dispose: () => rmSync(certDir, { recursive: true, force: true }),
   };
-}
-
-type ClientConfig = { service?: { path?: string }; url?: string; caBundle?: string };
-
-/** Rewrites `clientConfig` of CRD conversion sections and of admission webhook configurations. */
-function pointAtLocal<T extends object>(object: T, toUrl: (config: ClientConfig) => ClientConfig): T {
-  const typed = object as {
-    kind?: string;
-    spec?: { conversion?: { webhook?: { clientConfig?: ClientConfig } } };
-    webhooks?: { clientConfig?: ClientConfig }[];
-  };
-  const conversion = typed.spec?.conversion?.webhook;
-  if (typed.kind === "CustomResourceDefinition" && conversion?.clientConfig) {
-    conversion.clientConfig = toUrl(conversion.clientConfig);
-  }
-  if (typed.kind === "MutatingWebhookConfiguration" || typed.kind === "ValidatingWebhookConfiguration") {
-    for (const webhook of typed.webhooks ?? []) {
-      if (webhook.clientConfig) webhook.clientConfig = toUrl(webhook.clientConfig);
-    }
-  }
-  return object;
 }
