@@ -125,21 +125,37 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
         }
         patch.conditions = conditions;
       }
-      const written = await deps.expectations.writing(key, () =>
-        client.patch(
-          deps.primaryType,
-          name,
-          { status: patch },
-          { ...(namespace ? { namespace } : {}), subresource: "status" },
-        ),
-      );
-      deps.expectations.expect(key, written);
-      return written;
+      return patchPrimaryStatus(client, deps.expectations, deps.primaryType, object, patch);
     },
     event(type, reason, note) {
       deps.events?.event(object, { type, reason, action: "Reconcile", ...(note ? { note } : {}) });
     },
   };
+}
+
+/**
+ * Merge-patches the primary's status subresource as a write of its own reconcile: marked in flight,
+ * then expected, so its watch event does not wake the key and the next reconcile reads it.
+ */
+export async function patchPrimaryStatus<T extends KubeObject>(
+  client: Client,
+  expectations: Expectations,
+  type: ResourceType<T>,
+  object: T,
+  status: Record<string, unknown>,
+): Promise<T> {
+  const key = objectKey(object);
+  const namespace = object.metadata?.namespace;
+  const written = await expectations.writing(key, () =>
+    client.patch(
+      type,
+      object.metadata?.name ?? "",
+      { status },
+      { ...(namespace ? { namespace } : {}), subresource: "status" },
+    ),
+  );
+  expectations.expect(key, written);
+  return written;
 }
 
 /** Adds the primary as the controller owner (garbage collection deletes the child with it). */

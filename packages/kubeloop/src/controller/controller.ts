@@ -9,7 +9,13 @@ import type { QueueMetrics } from "../queue/metrics.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
 import { groupOf } from "../resources/identify.js";
-import { type CacheReader, createContext, type EventSink, type ReconcileContext } from "./context.js";
+import {
+  type CacheReader,
+  createContext,
+  type EventSink,
+  patchPrimaryStatus,
+  type ReconcileContext,
+} from "./context.js";
 import { type CacheLookup, Expectations, typeKeyOf } from "./expectations.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
@@ -370,18 +376,9 @@ export class Controller<T extends KubeObject> {
       observedGeneration: object.metadata?.generation,
     });
     try {
-      const written = await this.expectations.writing(objectKey(object), () =>
-        env.client.patch(
-          this.spec.primary,
-          object.metadata?.name ?? "",
-          { status: { conditions: next } },
-          {
-            ...(object.metadata?.namespace ? { namespace: object.metadata.namespace } : {}),
-            subresource: "status",
-          },
-        ),
-      );
-      this.expectations.expect(objectKey(object), written);
+      await patchPrimaryStatus(env.client, this.expectations, this.spec.primary, object, {
+        conditions: next,
+      });
     } catch (statusError) {
       log.warn({ err: statusError }, "could not record the failure in the Ready condition");
     }
