@@ -15,7 +15,8 @@ export async function* decodeWatchEvents<T extends KubeObject>(
   for await (const chunk of chunks) {
     const text = partial + decoder.decode(chunk, { stream: true });
     let start = 0;
-    let newline = text.indexOf("\n");
+    // `partial` holds no newline: a line spread over many chunks is not scanned again for each one.
+    let newline = text.indexOf("\n", partial.length);
     while (newline >= 0) {
       if (newline > start) yield parseEvent<T>(text.slice(start, newline), request);
       start = newline + 1;
