@@ -1,4 +1,3 @@
-import { KubeConfig } from "@kubernetes/client-node";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { ConfigError } from "../client/errors.js";
@@ -32,7 +31,7 @@ export async function currentCluster(kubeconfig?: string): Promise<Target | unde
     }
     throw new CliError((error as Error).message);
   }
-  const context = contextName(kubeconfig);
+  const context = await contextName(kubeconfig);
   const description = `${context ? `context "${context}" ` : ""}(${config.server}) from ${config.source}`;
   const client = new Client(config, { requestTimeoutMs: REACH_TIMEOUT_MS, maxRetries: 0 });
   try {
@@ -66,7 +65,9 @@ export async function requireCluster(what: string): Promise<Target> {
   return target;
 }
 
-function contextName(kubeconfig: string | undefined): string | undefined {
+/** Loads client-node (a second or more) only here, so init, create, generate and cluster start without it. */
+async function contextName(kubeconfig: string | undefined): Promise<string | undefined> {
+  const { KubeConfig } = await import("@kubernetes/client-node");
   try {
     const kc = new KubeConfig();
     if (kubeconfig) kc.loadFromFile(kubeconfig);
