@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
+import { Secret } from "../k8s/index.js";
 import { CertificateAuthority } from "../testing/pki.js";
 import { type ClientConfig, mapClientConfigs } from "../webhook/define-webhooks.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
@@ -137,9 +138,6 @@ const SERVING_VALIDITY_MS = 365 * DAY_MS;
 /** A deploy with less than this left on the serving certificate renews it. */
 export const RENEW_BEFORE_MS = 30 * DAY_MS;
 
-type SecretObject = KubeObject & { data?: Record<string, string> };
-const SECRET = { apiVersion: "v1", kind: "Secret", plural: "secrets", namespaced: true };
-
 /**
  * The webhook server's certificate, kept in the Secret the Deployment mounts (`tls.crt`,
  * `tls.key`, `ca.crt`), for the webhook Service's DNS names; its CA's key is kept apart, in
@@ -164,7 +162,7 @@ export async function ensureWebhookCertificate(
   const dnsNames = [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
   const read = async (secret: string) => {
     try {
-      return ((await client.get(SECRET, secret, { namespace })) as SecretObject).data ?? {};
+      return (await client.get(Secret, secret, { namespace })).data ?? {};
     } catch (error) {
       if (error instanceof NotFound) return undefined;
       throw error;
