@@ -6,6 +6,7 @@ import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { Forbidden } from "../client/errors.js";
 import { Lease as LeaseType, Role, RoleBinding } from "../k8s/index.js";
+import { microTime } from "../resources/events.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import {
   DEFAULT_LEASE_DURATION_MS,
@@ -14,7 +15,6 @@ import {
   LeaderElector,
   type LeaderElectorOptions,
   LeadershipLost,
-  microTime,
   type StoppedLeading,
 } from "./leader-election.js";
 

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.js";
 import type { Client } from "../client/client.js";
 import { AlreadyExists, Conflict, NotFound } from "../client/errors.js";
+import { microTime } from "../resources/events.js";
 
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease: client-go's algorithm
@@ -585,13 +586,6 @@ function recordKey(record: LeaseRecord): string {
     record.renewTime ?? "",
     record.leaseTransitions,
   ]);
-}
-
-/** Now as a Kubernetes MicroTime: RFC 3339 with exactly six fractional digits, UTC (`…T23:00:00.123456Z`). */
-export function microTime(epochMs: number = performance.timeOrigin + performance.now()): string {
-  const micros = Math.floor(epochMs * 1000);
-  const iso = new Date(Math.floor(micros / 1000)).toISOString(); // …T23:00:00.123Z
-  return `${iso.slice(0, -1)}${String(micros % 1000).padStart(3, "0")}Z`;
 }
 
 function toError(error: unknown): Error {
