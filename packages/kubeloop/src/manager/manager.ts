@@ -8,7 +8,7 @@ import type { Controller, ControllerMetrics as ControllerHooks } from "../contro
 import { EventRecorder } from "../resources/events.js";
 import type { WebhookDefinition } from "../webhook/define-webhooks.js";
 import { DEFAULT_WEBHOOK_PORT, WebhookServer, type WebhookServerOptions } from "../webhook/server.js";
-import { HealthServer } from "./health.js";
+import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
 
@@ -78,7 +78,7 @@ export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 /** controller-runtime's GracefulShutdownTimeout default. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
 export const DEFAULT_METRICS_PORT = 8080;
-export const DEFAULT_PROBES_PORT = 8081;
+export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
 
 export class Manager {
   readonly logger: Logger;
