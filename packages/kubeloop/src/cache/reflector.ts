@@ -222,7 +222,7 @@ export class Reflector<T extends KubeObject> {
     } finally {
       if (Date.now() - started >= this.backoff.resetAfterMs) this.nextDelay = this.backoff.initialMs;
     }
-    if (initialObjects) throw new Error("The watch ended before the initial list was complete");
+    if (initialObjects) throw new Error(INITIAL_LIST_CUT_SHORT);
   }
 
   private selectors() {
@@ -246,15 +246,13 @@ export class Reflector<T extends KubeObject> {
   }
 }
 
+const INITIAL_LIST_CUT_SHORT = "The watch ended before the initial list was complete";
+
 /** Servers without WatchList reject `sendInitialEvents` (400/422/403) or ignore it. */
 function isWatchListUnsupported(error: unknown): boolean {
   if (error instanceof UnknownKind) return false;
   const code = (error as { code?: number }).code;
-  return (
-    code === 400 ||
-    code === 422 ||
-    (error as Error).message === "The watch ended before the initial list was complete"
-  );
+  return code === 400 || code === 422 || (error as Error).message === INITIAL_LIST_CUT_SHORT;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
