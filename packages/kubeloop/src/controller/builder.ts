@@ -1,3 +1,4 @@
+import { setTimeout as wait } from "node:timers/promises";
 import type { KubeObject, ResourceType } from "../client/types.js";
 import {
   Controller,
@@ -121,17 +122,8 @@ export class ControllerBuilder<T extends KubeObject> {
     const ms = parseDuration(interval);
     return this.source(async function* (signal) {
       while (!signal.aborted) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          signal.addEventListener(
-            "abort",
-            () => {
-              clearTimeout(timer);
-              resolve();
-            },
-            { once: true },
-          );
-        });
+        // Aborting ends the wait early; the listener goes with each wait (the signal lives on).
+        await wait(ms, undefined, { signal }).catch(() => {});
         if (signal.aborted) return;
         yield* await requests();
       }
