@@ -179,10 +179,10 @@ export class Informer<T extends KubeObject> {
     const candidates = filter.namespace
       ? this.store.byIndex(NAMESPACE_INDEX, filter.namespace)
       : this.store.list();
-    const labels = filter.labels;
-    if (!labels) return candidates;
+    if (!filter.labels) return candidates;
+    const wanted = Object.entries(filter.labels);
     return candidates.filter((object) =>
-      Object.entries(labels).every(([key, value]) => object.metadata?.labels?.[key] === value),
+      wanted.every(([key, value]) => object.metadata?.labels?.[key] === value),
     );
   }
 
