@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
-import { applyAll, CRD_TYPE, type Crd, deleteAll, isCrd, readConfig } from "./apply-manifests.js";
+import { applyAll, CRD_TYPE, type Crd, deleteAll, describe, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { loadProject } from "./project.js";
 import { regenerate } from "./regenerate.js";
@@ -102,8 +102,5 @@ async function objectsOf(client: Client, crd: Crd): Promise<string[]> {
     plural: crd.spec.names.plural,
     namespaced: crd.spec.scope === "Namespaced",
   });
-  return list.items.map((item) => {
-    const namespace = item.metadata?.namespace ? `${item.metadata.namespace}/` : "";
-    return `${crd.spec.names.kind} ${namespace}${item.metadata?.name}`;
-  });
+  return list.items.map((item) => describe({ ...item, kind: crd.spec.names.kind }));
 }
