@@ -49,7 +49,10 @@ export interface ManagerOptions {
       };
   /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
   probes?: false | { port?: number; host?: string };
-  /** `/metrics`. Default port 8080 (controller-runtime's); the probes' port to share it; `false` for none. */
+  /**
+   * `/metrics`. Default port 8080 (controller-runtime's); the probes' port to share it; `false` for
+   * none, and then no process and Node.js metrics are collected either.
+   */
   metrics?: false | { port?: number; host?: string };
   /**
    * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
@@ -82,7 +85,7 @@ export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
 
 export class Manager {
   readonly logger: Logger;
-  readonly metrics = new Metrics();
+  readonly metrics: Metrics;
   private readonly options: ManagerOptions;
   private readonly controllers: Controller<KubeObject>[] = [];
   private readonly recorders: EventRecorder[] = [];
@@ -109,6 +112,8 @@ export class Manager {
   constructor(options: ManagerOptions = {}) {
     this.options = options;
     this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? "info" });
+    // Unserved, the process and Node.js collectors (event-loop and GC observers) would only cost.
+    this.metrics = new Metrics({ defaultMetrics: options.metrics !== false });
   }
 
   get client(): Client {
