@@ -129,7 +129,7 @@ export class Controller<T extends KubeObject> {
 
   /** The informers this controller reads (primary, owned, watched), for the manager's health checks. */
   get allInformers(): Informer<KubeObject>[] {
-    return [...this.informers.values()];
+    return this.shared.map((s) => s.informer); // once each (`informers` holds each under two keys)
   }
 
   /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
