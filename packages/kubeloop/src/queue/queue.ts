@@ -121,6 +121,9 @@ class Level<K> {
 type Waiter<K> = (key: K | undefined, priority: number) => void;
 
 const SHUT_DOWN: Promise<undefined> = Promise.resolve(undefined);
+/** What `get` and `getWithPriority` resolve with. */
+const keyOf = <K>(key: K): K => key;
+const itemOf = <K>(key: K, priority: number): QueueItem<K> => ({ key, priority });
 
 function checkPriority(priority: number): void {
   if (!Number.isSafeInteger(priority)) throw new RangeError(`priority must be an integer, got ${priority}`);
@@ -277,26 +280,12 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
    * it is picked; call `done(key)` when finished, whatever happened (in a `finally`).
    */
   get(): Promise<K | undefined> {
-    if (this.shutting) return SHUT_DOWN;
-    const entry = this.dequeue();
-    if (entry !== undefined) {
-      this.start(entry);
-      return Promise.resolve(entry.key);
-    }
-    return new Promise<K | undefined>((resolve) => this.waiters.push(resolve));
+    return this.take<K>(keyOf);
   }
 
   /** Like `get`, with the priority the key was queued at (to requeue it at the same priority). */
   getWithPriority(): Promise<QueueItem<K> | undefined> {
-    if (this.shutting) return SHUT_DOWN;
-    const entry = this.dequeue();
-    if (entry !== undefined) {
-      this.start(entry);
-      return Promise.resolve({ key: entry.key, priority: entry.priority });
-    }
-    return new Promise<QueueItem<K> | undefined>((resolve) =>
-      this.waiters.push((key, priority) => resolve(key === undefined ? undefined : { key, priority })),
-    );
+    return this.take<QueueItem<K>>(itemOf);
   }
 
   /**
@@ -363,6 +352,19 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
   }
 
   // --- internals -------------------------------------------------------------------------------
+
+  /** `get` and `getWithPriority`: the next ready key, or the next to become ready, as `result` shapes it. */
+  private take<R>(result: (key: K, priority: number) => R): Promise<R | undefined> {
+    if (this.shutting) return SHUT_DOWN;
+    const entry = this.dequeue();
+    if (entry !== undefined) {
+      this.start(entry);
+      return Promise.resolve(result(entry.key, entry.priority));
+    }
+    return new Promise<R | undefined>((resolve) =>
+      this.waiters.push((key, priority) => resolve(key === undefined ? undefined : result(key, priority))),
+    );
+  }
 
   /** A pending entry just became ready (new, or its delay ended): count it, queue it unless the key is processing. */
   private becameReady(entry: Entry<K>): void {
