@@ -123,17 +123,20 @@ export async function generateCommand(argv: string[]): Promise<number> {
     });
     for (const [file, objects] of manifests) wanted.set(join("manager", file), renderAll(objects));
   }
-  const generatedBefore = FOLDERS.flatMap((sub) => {
-    const dir = join(out, sub);
-    if (!existsSync(dir)) return [];
-    return readdirSync(dir)
-      .filter((file) => file.endsWith(".yaml") && readFileSync(join(dir, file), "utf8").startsWith(HEADER))
-      .map((file) => join(sub, file));
-  });
-  const stale = [...wanted].filter(
-    ([file, text]) => !existsSync(join(out, file)) || readFileSync(join(out, file), "utf8") !== text,
+  // Every file written goes to one of FOLDERS as .yaml: one read of those says what is stale and left over.
+  const onDisk = new Map(
+    FOLDERS.flatMap((sub) => {
+      const dir = join(out, sub);
+      if (!existsSync(dir)) return [];
+      return readdirSync(dir)
+        .filter((file) => file.endsWith(".yaml"))
+        .map((file) => [join(sub, file), readFileSync(join(dir, file), "utf8")] as const);
+    }),
   );
-  const leftOver = generatedBefore.filter((file) => !wanted.has(file));
+  const stale = [...wanted].filter(([file, text]) => onDisk.get(file) !== text);
+  const leftOver = [...onDisk]
+    .filter(([file, text]) => text.startsWith(HEADER) && !wanted.has(file))
+    .map(([file]) => file);
   const show = (file: string) => relative(process.cwd(), join(out, file));
   const crds = definitions.length;
   if (values.check) {
