@@ -145,7 +145,7 @@ async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterCo
   }
   const user = kc.getCurrentUser();
   const dynamic = Boolean(user?.exec || user?.authProvider);
-  const staticHeader = headerOf(options);
+  const header = headerOf(options);
   const context = kc.getContextObject(kc.getCurrentContext());
   return {
     server,
@@ -162,8 +162,8 @@ async function fromKubeConfig(kc: KubeConfig, source: string): Promise<ClusterCo
           const fresh: RequestOptions = {};
           await kc.applyToHTTPSOptions(fresh);
           return headerOf(fresh);
-        })
-      : async () => staticHeader,
+        }, header) // the credentials just loaded serve the first 10 s
+      : async () => header,
   };
 }
 
