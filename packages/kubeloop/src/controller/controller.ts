@@ -221,18 +221,19 @@ export class Controller<T extends KubeObject> {
       for (const key of keys) this.requireQueue().add(key, initial ? LOW_PRIORITY : 0);
     };
     const primaryType = informer === (this.primary as unknown as Informer<KubeObject>);
+    // The informer's type, not the object's: listed built-ins lack apiVersion and kind, and
+    // metadata-only objects are PartialObjectMetadata, while expectations name the written type.
+    const typeKey = typeKeyOf(informer.type.apiVersion, informer.type.kind);
     this.unsubscribe.push(
       informer.on({
         added: (object, { initial }) => enqueue({ type: "added", object }, initial),
         updated: (old, object, { initial }) => {
-          if (this.isEchoOfOwnWrite(old, object, primaryType)) return;
+          if (this.isEchoOfOwnWrite(typeKey, old, object, primaryType)) return;
           enqueue({ type: "updated", object, old }, initial);
         },
         deleted: (object) => {
           if (primaryType) this.lastKnown.set(objectKey(object), object as T);
-          if (object.apiVersion && object.kind) {
-            this.expectations.observeDeleted(typeKeyOf(object.apiVersion, object.kind), objectKey(object));
-          }
+          this.expectations.observeDeleted(typeKey, objectKey(object));
           enqueue({ type: "deleted", object }, false);
         },
       }),
@@ -244,10 +245,9 @@ export class Controller<T extends KubeObject> {
    * status writes and cut retry backoff short. It is ours if it has the resourceVersion we wrote,
    * or if it changes only the primary's status while we are writing that status.
    */
-  private isEchoOfOwnWrite(old: KubeObject, object: KubeObject, primary: boolean): boolean {
+  private isEchoOfOwnWrite(typeKey: string, old: KubeObject, object: KubeObject, primary: boolean): boolean {
     const key = objectKey(object);
-    const type = object.apiVersion && object.kind ? typeKeyOf(object.apiVersion, object.kind) : "";
-    if (this.expectations.isOwnWrite(type, key, object.metadata?.resourceVersion)) return true;
+    if (this.expectations.isOwnWrite(typeKey, key, object.metadata?.resourceVersion)) return true;
     return primary && this.expectations.isWriting(key) && statusOnlyChange(old, object);
   }
 
