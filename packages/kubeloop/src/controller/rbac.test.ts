@@ -30,8 +30,29 @@ describe("rbacRules", () => {
         resources: ["shops"],
         verbs: ["get", "list", "watch", "update", "patch"],
       },
+      { apiGroups: ["shop.example.com"], resources: ["shops/finalizers"], verbs: ["update"] },
       { apiGroups: ["shop.example.com"], resources: ["shops/status"], verbs: ["get", "update", "patch"] },
     ]);
+  });
+
+  it("lets every primary's children carry blockOwnerDeletion: update on the primary's finalizers", () => {
+    // OwnerReferencesPermissionEnforcement (OpenShift, hardened clusters) refuses a child whose
+    // owner reference blocks deletion unless its writer may update the owner's finalizers; ctx.apply
+    // sets such a reference on whatever it applies, owned types declared or not.
+    const bare = controller(Shop).reconcile(() => undefined);
+    expect(rbacRules([bare.spec])).toContainEqual({
+      apiGroups: ["shop.example.com"],
+      resources: ["shops/finalizers"],
+      verbs: ["update"],
+    });
+    const local = controller(Shop)
+      .inNamespace("team-a")
+      .reconcile(() => undefined);
+    expect(rbacRoles([local.spec]).namespaced["team-a"]).toContainEqual({
+      apiGroups: ["shop.example.com"],
+      resources: ["shops/finalizers"],
+      verbs: ["update"],
+    });
   });
 
   it("asks for a plural it cannot know", () => {
@@ -74,6 +95,7 @@ describe("rbacRoles", () => {
       "secrets",
       "events",
       "shops",
+      "shops/finalizers",
       "shops/status",
     ]);
   });

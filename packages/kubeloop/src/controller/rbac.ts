@@ -6,7 +6,12 @@ import { groupOf } from "../resources/identify.js";
  * so it cannot drift from the code:
  *
  * - the primary type: read and watch, `patch`/`update` (finalizers are added and removed with a
- *   patch), and its status subresource;
+ *   patch), its status subresource, and `update` on its finalizers subresource: children get a
+ *   controller reference with `blockOwnerDeletion: true`, and an API server with the
+ *   `OwnerReferencesPermissionEnforcement` admission plugin (OpenShift, hardened distributions)
+ *   allows setting that only to who may update the owner's finalizers. Every primary gets it, as
+ *   in kubebuilder's scaffold: `ctx.apply` sets that reference on whatever it applies, declared
+ *   with `.owns` or not;
  * - owned types: read, watch, and everything server-side apply and cleanup do;
  * - watched types: read and watch;
  * - events.k8s.io Events: create and patch (the event recorder's series updates);
@@ -96,6 +101,7 @@ class Grants {
       const primary = pluralOf(spec.primary);
       this.add(spec.primary, primary, [...READ, "update", "patch"]);
       this.add(spec.primary, `${primary}/status`, ["get", "update", "patch"]);
+      this.add(spec.primary, `${primary}/finalizers`, ["update"]);
     }
     for (const owned of spec.owns) if (include(owned.type)) this.add(owned.type, pluralOf(owned.type), OWN);
     for (const watched of spec.watches) {

@@ -12,7 +12,7 @@ import { get as httpGet } from "node:http";
 import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { type EnsureAssetsOptions, ensureAssets, KUBERNETES_VERSION } from "./assets/index.js";
+import { type EnsureAssetsOptions, ensureAssets, resolveKubernetesVersion } from "./assets/index.js";
 import type { BinaryName } from "./assets/versions.js";
 import { startWatchdog, track, untrack } from "./cleanup.js";
 import { type CrdObject, installCrds, readCrds } from "./crds.js";
@@ -63,6 +63,12 @@ export interface ControlPlaneOptions {
   crds?: string[];
   /** Where binaries come from and whether to build missing ones; see {@link ensureAssets}. */
   assets?: EnsureAssetsOptions;
+  /**
+   * The Kubernetes release to run: a supported minor (`"1.33"`) or an exact release. Default:
+   * `$KUBELOOP_K8S_VERSION`, else the newest supported (docs/compatibility.md lists them). Each
+   * version's binaries are built once and cached side by side.
+   */
+  kubernetesVersion?: string;
   /** Extra kube-apiserver flags (`--flag=value`), appended after ours so they win. */
   apiServerArgs?: string[];
   /** Time allowed for each start attempt. Default 90 s (a cold cluster profile on 2 busy cores). */
@@ -103,6 +109,8 @@ const HOST = "127.0.0.1";
 
 export class ControlPlane {
   readonly profile: Profile;
+  /** The exact Kubernetes release this plane runs, e.g. `1.33.13`. */
+  readonly kubernetesVersion: string;
   private readonly options: ControlPlaneOptions;
   private dirPath: string | undefined;
   private ownsDir = false;
@@ -120,6 +128,9 @@ export class ControlPlane {
   constructor(options: ControlPlaneOptions = {}) {
     this.options = options;
     this.profile = options.profile ?? "apiserver";
+    this.kubernetesVersion = resolveKubernetesVersion(
+      options.kubernetesVersion ?? options.assets?.kubernetesVersion,
+    );
     const nodes = options.nodes ?? DEFAULT_NODES;
     if (!Number.isInteger(nodes) || nodes < 0)
       throw new ControlPlaneError(`nodes must be a whole number ≥ 0, got ${nodes}`);
@@ -157,7 +168,7 @@ export class ControlPlane {
 
   /** The Kubernetes version the API server reports. */
   get version(): string {
-    return `v${KUBERNETES_VERSION}`;
+    return `v${this.kubernetesVersion}`;
   }
 
   /** The running components with their pids and log files. */
@@ -172,7 +183,10 @@ export class ControlPlane {
   async start(): Promise<this> {
     if (this.started) throw new ControlPlaneError("This control plane was already started");
     this.started = true;
-    const assets = await ensureAssets(this.neededBinaries(), this.options.assets);
+    const assets = await ensureAssets(this.neededBinaries(), {
+      ...this.options.assets,
+      kubernetesVersion: this.kubernetesVersion,
+    });
     this.prepareDir();
     track(this.disposable, this.options.handleSignals ?? true);
     for (let attempt = 1; ; attempt++) {

@@ -6,7 +6,13 @@ import { buildComponent, parseGoMod, readBuildInfo } from "./build.js";
 import { compareVersions } from "./go.js";
 import { defaultAssetsRoot, locateBinary } from "./locate.js";
 import { acquireLock } from "./lock.js";
-import { COMPONENTS } from "./versions.js";
+import {
+  COMPONENTS,
+  KUBERNETES_VERSION,
+  OLDEST_KUBERNETES_VERSION,
+  resolveKubernetesVersion,
+  SUPPORTED_KUBERNETES_VERSIONS,
+} from "./versions.js";
 
 const scratch: string[] = [];
 function tempDir(): string {
@@ -63,6 +69,35 @@ describe("compareVersions", () => {
   });
 });
 
+describe("resolveKubernetesVersion", () => {
+  it("takes the option, else KUBELOOP_K8S_VERSION, else the newest; a minor means its pinned patch", () => {
+    expect(resolveKubernetesVersion(undefined, {})).toBe(KUBERNETES_VERSION);
+    expect(resolveKubernetesVersion(undefined, { KUBELOOP_K8S_VERSION: "" })).toBe(KUBERNETES_VERSION);
+    expect(resolveKubernetesVersion(undefined, { KUBELOOP_K8S_VERSION: "1.33" })).toBe(
+      OLDEST_KUBERNETES_VERSION,
+    );
+    expect(resolveKubernetesVersion("v1.36", { KUBELOOP_K8S_VERSION: "1.33" })).toBe(KUBERNETES_VERSION);
+    expect(resolveKubernetesVersion("1.33.7", {})).toBe("1.33.7");
+  });
+
+  it("supports three minors back from the newest, oldest first", () => {
+    const minors = SUPPORTED_KUBERNETES_VERSIONS.map((v) => Number(v.split(".")[1]));
+    expect(SUPPORTED_KUBERNETES_VERSIONS[0]).toBe(OLDEST_KUBERNETES_VERSION);
+    expect(SUPPORTED_KUBERNETES_VERSIONS.at(-1)).toBe(KUBERNETES_VERSION);
+    expect(minors).toEqual([...minors].sort((a, b) => a - b));
+    expect((minors.at(-1) ?? 0) - (minors[0] ?? 0)).toBeGreaterThanOrEqual(3);
+  });
+
+  it("names the supported minors when the version is unsupported or malformed", () => {
+    expect(() => resolveKubernetesVersion("1.29", {})).toThrow(
+      /Kubernetes 1\.29 \(from "1\.29"\) is not supported: kubeloop supports 1\.33, 1\.34, 1\.35, 1\.36/,
+    );
+    expect(() => resolveKubernetesVersion(undefined, { KUBELOOP_K8S_VERSION: "latest" })).toThrow(
+      /KUBELOOP_K8S_VERSION=latest is not a Kubernetes version: write a minor such as 1\.33/,
+    );
+  });
+});
+
 describe("locating binaries", () => {
   it("prefers an explicit path, then KUBEBUILDER_ASSETS, then the cache", () => {
     const root = tempDir();
@@ -85,6 +120,19 @@ describe("locating binaries", () => {
     });
     // envtest folders have no kube-scheduler: that one still comes from the cache, or nowhere.
     expect(locateBinary("kube-scheduler", { root, kubebuilderAssets: envtest })).toBeUndefined();
+  });
+
+  it("keeps each Kubernetes version's build in its own folder", () => {
+    const root = tempDir();
+    const oldest = fakeExecutable(join(root, `kubernetes-v${OLDEST_KUBERNETES_VERSION}`, "kube-apiserver"));
+    const none = { root, kubebuilderAssets: undefined };
+    expect(locateBinary("kube-apiserver", { ...none, kubernetesVersion: "1.33" })?.path).toBe(oldest);
+    expect(
+      locateBinary("kube-apiserver", { ...none, kubernetesVersion: KUBERNETES_VERSION }),
+    ).toBeUndefined();
+    // etcd is shared by every version.
+    const etcd = fakeExecutable(join(root, `etcd-v${COMPONENTS.etcd.version}`, "etcd"));
+    expect(locateBinary("etcd", { ...none, kubernetesVersion: "1.33" })?.path).toBe(etcd);
   });
 
   it("keeps the cache outside projects: KUBELOOP_ASSETS, else XDG_CACHE_HOME, else ~/.cache", () => {

@@ -5,7 +5,13 @@ import { AssetsError } from "../errors.js";
 import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
 import { componentDir, defaultAssetsRoot } from "./locate.js";
 import { acquireLock } from "./lock.js";
-import { COMPONENTS, type ComponentName, type ComponentSpec, componentDirName } from "./versions.js";
+import {
+  type ComponentName,
+  type ComponentSpec,
+  componentDirName,
+  componentsFor,
+  resolveKubernetesVersion,
+} from "./versions.js";
 
 /**
  * Builds the pinned control-plane binaries from Go modules on the module proxy, into the
@@ -25,6 +31,11 @@ export interface BuildOptions {
   go?: string;
   /** Environment for the Go toolchain (GOPROXY, GOMODCACHE, …). Defaults to this process's. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The Kubernetes release to build (a minor such as `1.33`, or exact). Defaults to
+   * `$KUBELOOP_K8S_VERSION`, else the newest supported. Each version is cached in its own folder.
+   */
+  kubernetesVersion?: string | undefined;
 }
 
 /** What `build-info.json` beside a component's binaries records. */
@@ -55,7 +66,7 @@ export function readBuildInfo(root: string, spec: ComponentSpec): BuildInfo | un
 
 /** Builds one component unless it is already installed; returns its build record. */
 export async function buildComponent(name: ComponentName, options: BuildOptions = {}): Promise<BuildInfo> {
-  const spec = COMPONENTS[name];
+  const spec = componentsFor(resolveKubernetesVersion(options.kubernetesVersion))[name];
   const root = options.root ?? defaultAssetsRoot();
   const progress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
   const existing = readBuildInfo(root, spec);

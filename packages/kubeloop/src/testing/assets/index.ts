@@ -7,7 +7,13 @@ import {
   kwokStagesPath,
   locateBinary,
 } from "./locate.js";
-import { type BinaryName, type ComponentName, componentOf } from "./versions.js";
+import {
+  type BinaryName,
+  type ComponentName,
+  componentOf,
+  KUBERNETES_VERSION,
+  resolveKubernetesVersion,
+} from "./versions.js";
 
 export { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
 export { type AssetSources, defaultAssetsRoot, kwokStagesPath, locateBinary } from "./locate.js";
@@ -33,21 +39,25 @@ export async function ensureAssets(
   options: EnsureAssetsOptions = {},
 ): Promise<ResolvedAssets> {
   const root = options.root ?? defaultAssetsRoot();
-  const sources = { ...options, root };
+  const kubernetesVersion = resolveKubernetesVersion(options.kubernetesVersion);
+  const sources = { ...options, root, kubernetesVersion };
   const missing = new Set<ComponentName>();
   for (const binary of needed) {
-    if (!locateBinary(binary, sources)) missing.add(componentOf(binary).name);
+    if (!locateBinary(binary, sources)) missing.add(componentOf(binary, kubernetesVersion).name);
   }
   if (needed.includes("kwok") && !locateKwokStages(root)) missing.add("kwok");
   if (missing.size > 0 && options.build === false) {
     throw new AssetsError(
-      `Control-plane binaries missing for ${[...missing].join(", ")} (looked in ${root}` +
+      `Control-plane binaries missing for ${[...missing].join(", ")} (Kubernetes ${kubernetesVersion}; looked in ${root}` +
         `${process.env.KUBEBUILDER_ASSETS ? ` and KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` : ""}). ` +
-        "Run `npx kubeloop assets build` to build them from Go modules.",
+        "Run `npx kubeloop assets build` to build them from Go modules" +
+        (kubernetesVersion === KUBERNETES_VERSION
+          ? "."
+          : ` (with --kubernetes-version ${kubernetesVersion}).`),
     );
   }
   // Sequential on purpose: each build already uses every core, and they share Go's build cache.
-  for (const component of missing) await buildComponent(component, { ...options, root });
+  for (const component of missing) await buildComponent(component, { ...options, root, kubernetesVersion });
 
   const binaries: Partial<Record<BinaryName, string>> = {};
   for (const binary of needed) {

@@ -1,7 +1,13 @@
 import { accessSync, constants, existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { type BinaryName, type ComponentSpec, componentDirName, componentOf } from "./versions.js";
+import {
+  type BinaryName,
+  type ComponentSpec,
+  componentDirName,
+  componentOf,
+  resolveKubernetesVersion,
+} from "./versions.js";
 
 /** Where binaries may come from, highest priority first. */
 export interface AssetSources {
@@ -14,6 +20,11 @@ export interface AssetSources {
   kubebuilderAssets?: string | undefined;
   /** The version-keyed cache kubeloop builds into. Defaults to {@link defaultAssetsRoot}. */
   root?: string;
+  /**
+   * Which Kubernetes build to take from the cache: a minor (`1.33`) or an exact release. Defaults to
+   * `$KUBELOOP_K8S_VERSION`, else the newest supported; see {@link resolveKubernetesVersion}.
+   */
+  kubernetesVersion?: string | undefined;
 }
 
 /**
@@ -47,7 +58,8 @@ export function locateBinary(binary: BinaryName, sources: AssetSources = {}): Lo
     if (isExecutable(candidate)) return { path: candidate, source: "KUBEBUILDER_ASSETS" };
   }
   const root = sources.root ?? defaultAssetsRoot();
-  const cached = join(componentDir(root, componentOf(binary)), binary);
+  const spec = componentOf(binary, resolveKubernetesVersion(sources.kubernetesVersion));
+  const cached = join(componentDir(root, spec), binary);
   if (isExecutable(cached)) return { path: cached, source: "cache" };
   return undefined;
 }

@@ -1,17 +1,83 @@
+import { AssetsError } from "../errors.js";
+
 /**
  * The pinned versions of the control-plane binaries kubeloop builds and tests against.
  *
- * Kubernetes 1.36 is the release line built with Go 1.26 (the toolchain this project requires), and
- * kwok 0.8 is the kwok line that targets it. 1.36.4 is the newest 1.36 patch whose module the Go
- * checksum database verifies through the proxy (1.36.5 is not yet in sum.golang.org).
+ * Kubernetes 1.36 is the newest release line (built with Go 1.26, the toolchain this project
+ * requires), and kwok 0.8 is the kwok line that targets it. 1.36.4 is the newest 1.36 patch whose
+ * module the Go checksum database verifies through the proxy (1.36.5 is not yet in sum.golang.org).
  * etcd 3.6.x is the series Kubernetes 1.36 is released with; we take its newest patch.
+ *
+ * Older minors are supported down to {@link OLDEST_KUBERNETES_VERSION}; docs/compatibility.md says
+ * why that one (what managed services still run, and what the client needs from the server).
  */
 export const KUBERNETES_VERSION = "1.36.4";
 export const ETCD_VERSION = "3.6.16";
 export const KWOK_VERSION = "0.8.0";
 
+/**
+ * The oldest supported Kubernetes: 1.33 is three minors behind 1.36 and is still in standard support
+ * on EKS, GKE and AKS in late 2026. It builds with Go 1.26 (upstream backported Go 1.25 support to
+ * 1.33), and it serves everything the client relies on (aggregated discovery v2, CEL validation,
+ * ValidatingAdmissionPolicy, bookmarks); streaming lists (WatchList) are beta but off there.
+ */
+export const OLDEST_KUBERNETES_VERSION = "1.33.13";
+
+/**
+ * The patch built for each supported minor, oldest first: the newest patch on the Go module proxy.
+ * `npm run test:matrix` runs the oldest and the newest; the minors between are pinned so that
+ * `KUBELOOP_K8S_VERSION=1.34` means one exact build everywhere.
+ */
+export const SUPPORTED_KUBERNETES_VERSIONS: readonly string[] = [
+  OLDEST_KUBERNETES_VERSION,
+  "1.34.4",
+  "1.35.4",
+  KUBERNETES_VERSION,
+];
+
+/** The environment variable that picks the Kubernetes version when no option does. */
+export const KUBERNETES_VERSION_ENV = "KUBELOOP_K8S_VERSION";
+
 /** The oldest Go that builds all three: Kubernetes 1.36 and kwok 0.8 declare `go 1.26.0`. */
 export const MINIMUM_GO = "1.26";
+
+/**
+ * The exact Kubernetes version to use: `requested`, else `$KUBELOOP_K8S_VERSION`, else the newest
+ * supported. A minor (`1.33`, `v1.33`) means its pinned patch; a full version (`1.33.7`) is taken as
+ * is, as long as its minor is supported.
+ *
+ * @example
+ * resolveKubernetesVersion("1.33"); // "1.33.13"
+ * resolveKubernetesVersion(undefined, { KUBELOOP_K8S_VERSION: "v1.36.4" }); // "1.36.4"
+ */
+export function resolveKubernetesVersion(requested?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env[KUBERNETES_VERSION_ENV]?.trim();
+  const raw = requested ?? (fromEnv ? fromEnv : undefined);
+  if (raw === undefined) return KUBERNETES_VERSION;
+  const where = requested === undefined ? `${KUBERNETES_VERSION_ENV}=${raw}` : `"${raw}"`;
+  const match = /^v?(1)\.(\d+)(?:\.(\d+))?$/.exec(raw.trim());
+  const supportedMinors = SUPPORTED_KUBERNETES_VERSIONS.map(minorOf).join(", ");
+  if (!match) {
+    throw new AssetsError(
+      `${where} is not a Kubernetes version: write a minor such as 1.33 or a release such as 1.33.13 ` +
+        `(supported minors: ${supportedMinors}).`,
+    );
+  }
+  const minor = `1.${match[2]}`;
+  const pinned = SUPPORTED_KUBERNETES_VERSIONS.find((version) => minorOf(version) === minor);
+  if (!pinned) {
+    throw new AssetsError(
+      `Kubernetes ${minor} (from ${where}) is not supported: kubeloop supports ${supportedMinors}. ` +
+        "docs/compatibility.md explains the range; pick one of those.",
+    );
+  }
+  return match[3] === undefined ? pinned : `${minor}.${match[3]}`;
+}
+
+/** `1.33.13` → `1.33`. */
+export function minorOf(version: string): string {
+  return version.split(".").slice(0, 2).join(".");
+}
 
 /** A binary the control plane runs. */
 export type BinaryName = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kwok";
@@ -25,18 +91,29 @@ export interface ComponentSpec {
   readonly binaries: readonly BinaryName[];
 }
 
-export const COMPONENTS: Readonly<Record<ComponentName, ComponentSpec>> = {
-  kubernetes: {
-    name: "kubernetes",
-    version: KUBERNETES_VERSION,
-    binaries: ["kube-apiserver", "kube-controller-manager", "kube-scheduler"],
-  },
-  etcd: { name: "etcd", version: ETCD_VERSION, binaries: ["etcd"] },
-  kwok: { name: "kwok", version: KWOK_VERSION, binaries: ["kwok"] },
-};
+/**
+ * The components for one Kubernetes version (an exact one, see {@link resolveKubernetesVersion}).
+ * etcd and kwok are the same for every supported minor: etcd 3.6 serves Kubernetes 1.33 as well as
+ * the 3.5 it was released with, and kwok 0.8 only talks to the API server as a client.
+ */
+export function componentsFor(kubernetesVersion: string): Readonly<Record<ComponentName, ComponentSpec>> {
+  return {
+    kubernetes: {
+      name: "kubernetes",
+      version: kubernetesVersion,
+      binaries: ["kube-apiserver", "kube-controller-manager", "kube-scheduler"],
+    },
+    etcd: { name: "etcd", version: ETCD_VERSION, binaries: ["etcd"] },
+    kwok: { name: "kwok", version: KWOK_VERSION, binaries: ["kwok"] },
+  };
+}
 
-export function componentOf(binary: BinaryName): ComponentSpec {
-  for (const spec of Object.values(COMPONENTS)) {
+/** The components of the default (newest) Kubernetes version. */
+export const COMPONENTS: Readonly<Record<ComponentName, ComponentSpec>> = componentsFor(KUBERNETES_VERSION);
+
+/** The component that ships `binary`, for the given exact Kubernetes version (default: the newest). */
+export function componentOf(binary: BinaryName, kubernetesVersion = KUBERNETES_VERSION): ComponentSpec {
+  for (const spec of Object.values(componentsFor(kubernetesVersion))) {
     if (spec.binaries.includes(binary)) return spec;
   }
   throw new Error(`unknown control-plane binary ${binary}`);
