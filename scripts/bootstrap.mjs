@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureSystemPackages } from "./system-packages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const [task, ...args] = process.argv.slice(2);
@@ -32,6 +33,8 @@ if (installed !== wanted || !existsSync(pinnedNode)) {
   }
   writeFileSync(stamp, `${wanted}\n`);
 }
+
+ensureSystemPackages(task);
 
 const run = spawnSync(npm, ["run", "--silent", `${task}:run`, ...(args.length ? ["--", ...args] : [])], {
   cwd: root,

@@ -45,3 +45,12 @@ export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
+export {
+  DEFAULT_POSTGRES_START_TIMEOUT_MS,
+  locatePostgres,
+  POSTGRES_BIN_ENV,
+  POSTGRES_BINARIES,
+  PostgresServer,
+  PostgresServerError,
+  type PostgresServerOptions,
+} from "./postgres.js";

@@ -15,6 +15,11 @@ export interface ProcessSpec {
   logPath: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** Run as this user and group (e.g. PostgreSQL, which refuses to run as root). */
+  uid?: number;
+  gid?: number;
+  /** The signal `stop()` sends first. Default SIGTERM (PostgreSQL's fast shutdown is SIGINT). */
+  stopSignal?: NodeJS.Signals;
 }
 
 export interface Exit {
@@ -35,6 +40,7 @@ export class ManagedProcess {
   readonly exited: Promise<Exit>;
   private readonly child: ChildProcess;
   private readonly log: WriteStream;
+  private readonly stopSignal: NodeJS.Signals;
   private readonly lines: string[] = [];
   private partial = "";
   private exit: Exit | undefined;
@@ -43,6 +49,7 @@ export class ManagedProcess {
     this.name = spec.name;
     this.binary = spec.binary;
     this.logPath = spec.logPath;
+    this.stopSignal = spec.stopSignal ?? "SIGTERM";
     this.log = createWriteStream(spec.logPath, { flags: "a" });
     // Own process group: a Ctrl-C in the terminal reaches us, and we stop the plane in order.
     this.child = spawn(spec.binary, spec.args, {
@@ -50,6 +57,8 @@ export class ManagedProcess {
       env: spec.env ?? process.env,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
+      ...(spec.uid === undefined ? {} : { uid: spec.uid }),
+      ...(spec.gid === undefined ? {} : { gid: spec.gid }),
     });
     this.child.stdout?.on("data", (chunk: Buffer) => this.record(chunk));
     this.child.stderr?.on("data", (chunk: Buffer) => this.record(chunk));
@@ -97,10 +106,10 @@ export class ManagedProcess {
     return `exited with code ${exit.code}`;
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`. Resolves once the process is gone. */
+  /** The stop signal (SIGTERM by default), then SIGKILL after `graceMs`. Resolves once the process is gone. */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     if (this.exit) return;
-    this.signal("SIGTERM");
+    this.signal(this.stopSignal);
     let timer: NodeJS.Timeout | undefined;
     const killed = new Promise<void>((resolve) => {
       timer = setTimeout(() => {

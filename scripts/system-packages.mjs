@@ -1,0 +1,74 @@
+// The machine's programs some tasks need beside Node and the Kubernetes binaries, installed from
+// Debian's packages when missing (as bootstrap.mjs does for the workspace):
+//   - PostgreSQL's server and clients (the sampledb example's tests and demo): npm's builds of
+//     PostgreSQL ship the server alone, and the operator backs up with pg_dump and pg_restore of
+//     the server's own major version, which Debian ships beside it (postgresql, postgresql-client);
+//   - promtool (Prometheus' rule tester, Debian's `prometheus` package), for the example's alerts.
+// Plain JavaScript with no dependencies, like bootstrap.mjs: it runs before the workspace exists.
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+
+const POSTGRES_BINARIES = ["postgres", "initdb", "pg_dump", "pg_restore", "psql"];
+
+/** What each need looks for, and the Debian packages that bring it. */
+const NEEDS = {
+  postgres: {
+    what: "PostgreSQL (postgres, initdb, pg_dump, pg_restore, psql)",
+    present: () => {
+      const explicit = process.env.KUBELOOP_POSTGRES_BIN;
+      if (explicit) return POSTGRES_BINARIES.every((name) => existsSync(join(explicit, name)));
+      let majors = [];
+      try {
+        majors = readdirSync("/usr/lib/postgresql");
+      } catch {
+        return false;
+      }
+      return majors.some((major) =>
+        POSTGRES_BINARIES.every((name) => existsSync(join("/usr/lib/postgresql", major, "bin", name))),
+      );
+    },
+    packages: ["postgresql", "postgresql-client"],
+  },
+  promtool: {
+    what: "promtool (Prometheus' rule tester)",
+    present: () => Boolean(process.env.PROMTOOL) || onPath("promtool"),
+    packages: ["prometheus"],
+  },
+};
+
+/** The needs of each README task. */
+export const TASK_NEEDS = {
+  test: ["postgres", "promtool"],
+  "demo:sampledb": ["postgres"],
+  "bench:sampledb": ["postgres"],
+};
+
+function onPath(binary) {
+  return (process.env.PATH ?? "").split(":").some((dir) => dir && existsSync(join(dir, binary)));
+}
+
+/**
+ * Installs the Debian packages of the task's missing needs when it can (root, apt-get). Otherwise
+ * prints what to install; the tests that need it then fail with the same advice.
+ */
+export function ensureSystemPackages(task) {
+  const missing = (TASK_NEEDS[task] ?? []).map((name) => NEEDS[name]).filter((need) => !need.present());
+  if (missing.length === 0) return;
+  const packages = missing.flatMap((need) => need.packages);
+  const what = missing.map((need) => need.what).join(" and ");
+  const canInstall = process.getuid?.() === 0 && onPath("apt-get");
+  if (!canInstall) {
+    console.error(
+      `[kubeloop] ${what} not found. Install it: sudo apt-get install --no-install-recommends ${packages.join(" ")}`,
+    );
+    return;
+  }
+  console.error(`[kubeloop] installing ${what} (apt-get install ${packages.join(" ")})…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
+  const args = ["install", "-y", "-qq", "--no-install-recommends", ...packages];
+  const install = update.status === 0 ? spawnSync("apt-get", args, { stdio: "inherit", env }) : update;
+  if (install.status !== 0)
+    console.error(`[kubeloop] apt-get install ${packages.join(" ")} failed; see the output above.`);
+}
