@@ -17,6 +17,7 @@ import type { BinaryName } from "./assets/versions.js";
 import { startWatchdog, track, untrack } from "./cleanup.js";
 import { type CrdObject, installCrds, readCrds } from "./crds.js";
 import { ControlPlaneError, quoteLog } from "./errors.js";
+import { auditLogPathIn, hardenedApiServerArgs } from "./hardened.js";
 import { AdminHttp } from "./http.js";
 import { renderKubeconfig } from "./kubeconfig.js";
 import { CertificateAuthority, generateKeyPair } from "./pki.js";
@@ -69,6 +70,18 @@ export interface ControlPlaneOptions {
    * version's binaries are built once and cached side by side.
    */
   kubernetesVersion?: string;
+  /**
+   * Run the API server as hardened clusters do (OpenShift, CIS-benchmarked distributions), with
+   * either profile: owner-reference permission enforcement, Pod Security `restricted` enforced on
+   * every namespace, AlwaysPullImages, NodeRestriction, EventRateLimit, anonymous requests refused,
+   * and an audit log ({@link ControlPlane.auditLogPath}). See hardened.ts. Default false.
+   *
+   * @example
+   * ```ts
+   * const plane = await new ControlPlane({ profile: "cluster", hardened: true }).start();
+   * ```
+   */
+  hardened?: boolean;
   /** Extra kube-apiserver flags (`--flag=value`), appended after ours so they win. */
   apiServerArgs?: string[];
   /** Time allowed for each start attempt. Default 90 s (a cold cluster profile on 2 busy cores). */
@@ -109,6 +122,8 @@ const HOST = "127.0.0.1";
 
 export class ControlPlane {
   readonly profile: Profile;
+  /** Started with `hardened: true`. */
+  readonly hardened: boolean;
   /** The exact Kubernetes release this plane runs, e.g. `1.33.13`. */
   readonly kubernetesVersion: string;
   private readonly options: ControlPlaneOptions;
@@ -128,6 +143,7 @@ export class ControlPlane {
   constructor(options: ControlPlaneOptions = {}) {
     this.options = options;
     this.profile = options.profile ?? "apiserver";
+    this.hardened = options.hardened ?? false;
     this.kubernetesVersion = resolveKubernetesVersion(
       options.kubernetesVersion ?? options.assets?.kubernetesVersion,
     );
@@ -169,6 +185,18 @@ export class ControlPlane {
   /** The Kubernetes version the API server reports. */
   get version(): string {
     return `v${this.kubernetesVersion}`;
+  }
+
+  /**
+   * The API server's audit log (JSON lines, one per request, Metadata level) of a hardened plane:
+   * read it to see which user made a request.
+   */
+  get auditLogPath(): string {
+    if (!this.hardened)
+      throw new ControlPlaneError(
+        "auditLogPath: only a hardened plane writes an audit log; start it with `hardened: true`",
+      );
+    return auditLogPathIn(this.dir);
   }
 
   /** The running components with their pids and log files. */
@@ -384,13 +412,15 @@ export class ControlPlane {
       `--service-account-signing-key-file=${pki.saPrivatePath}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       "--allow-privileged=true",
-      "--authorization-mode=RBAC",
+      // Hardened clusters authorize kubelets by the Node authorizer, which NodeRestriction pairs with.
+      this.hardened ? "--authorization-mode=Node,RBAC" : "--authorization-mode=RBAC",
       // The `kubernetes` Service would point at 127.0.0.1, which the endpoint reconciler rejects loudly.
       "--endpoint-reconciler-type=none",
       "--profiling=false",
     ];
     // Without a controller manager nobody creates ServiceAccounts, and admission would reject Pods.
     if (this.profile === "apiserver") apiArgs.push("--disable-admission-plugins=ServiceAccount");
+    if (this.hardened) apiArgs.push(...hardenedApiServerArgs(dir));
     this.apiServerArgs = [...apiArgs, ...(this.options.apiServerArgs ?? [])];
     const apiserver = this.spawn("kube-apiserver", binaries["kube-apiserver"], this.apiServerArgs);
     const watched = [etcd, apiserver];
@@ -592,7 +622,7 @@ export class ControlPlane {
     if (this.ownsDir && !this.keepLogs) {
       rmSync(dir, { recursive: true, force: true });
     } else {
-      for (const entry of ["etcd", "pki", "users", "kubeconfig"])
+      for (const entry of ["etcd", "pki", "users", "kubeconfig", "admission.yaml", "audit-policy.yaml"])
         rmSync(join(dir, entry), { recursive: true, force: true });
     }
   }

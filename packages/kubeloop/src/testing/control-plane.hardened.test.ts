@@ -1,0 +1,145 @@
+import { readFileSync } from "node:fs";
+import { request } from "node:https";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ControlPlane } from "./control-plane.js";
+import { ControlPlaneError } from "./errors.js";
+import { kubectl } from "./kubectl.js";
+
+// The hardened option, on the apiserver profile (admission and authentication are the API
+// server's alone): each setting is shown by the request it refuses or changes.
+
+let plane: ControlPlane;
+const k = (args: string[], input?: string, kubeconfig = plane.kubeconfigPath) =>
+  kubectl(args, { kubeconfig, ...(input ? { input } : {}) });
+
+beforeAll(async () => {
+  plane = await new ControlPlane({ profile: "apiserver", hardened: true }).start();
+});
+afterAll(async () => {
+  await plane?.stop();
+});
+
+/** The status code of a request without credentials. */
+function anonymousStatus(path: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${plane.server}${path}`, { ca: plane.caCert }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const pod = (name: string, secure: boolean) =>
+  JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name },
+    spec: {
+      ...(secure
+        ? { securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } } }
+        : {}),
+      containers: [
+        {
+          name: "app",
+          image: "registry.k8s.io/pause:3.10",
+          imagePullPolicy: "IfNotPresent",
+          ...(secure
+            ? { securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }
+            : {}),
+        },
+      ],
+    },
+  });
+
+describe("ControlPlane, hardened", () => {
+  it("refuses anonymous requests, health endpoints included", async () => {
+    expect(await anonymousStatus("/readyz")).toBe(401);
+    expect(await anonymousStatus("/api/v1/namespaces")).toBe(401);
+    expect((await k(["get", "--raw", "/readyz"])).stdout).toBe("ok");
+  });
+
+  it("enforces Pod Security restricted on a namespace without labels, and always pulls images", async () => {
+    expect((await k(["create", "namespace", "pss"])).code).toBe(0);
+    const refused = await k(["-n", "pss", "create", "-f", "-"], pod("loose", false));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('violates PodSecurity "restricted:latest"');
+    expect(refused.stderr).toContain("runAsNonRoot != true");
+    const accepted = await k(["-n", "pss", "create", "-f", "-"], pod("tight", true));
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const policy = await k([
+      "-n",
+      "pss",
+      "get",
+      "pod",
+      "tight",
+      "-o",
+      "jsonpath={.spec.containers[0].imagePullPolicy}",
+    ]);
+    expect(policy.stdout).toBe("Always");
+  });
+
+  it("lets only who may update the owner's finalizers set blockOwnerDeletion, and audits who wrote", async () => {
+    expect((await k(["create", "namespace", "owners"])).code).toBe(0);
+    expect((await k(["-n", "owners", "create", "configmap", "owner"])).code).toBe(0);
+    const uid = (await k(["-n", "owners", "get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"]))
+      .stdout;
+    const user = plane.addUser("child-writer");
+    const grant = (name: string, resources: string) =>
+      k(["-n", "owners", "create", "role", name, "--verb=get,create,update", `--resource=${resources}`]).then(
+        () => k(["-n", "owners", "create", "rolebinding", name, `--role=${name}`, "--user=child-writer"]),
+      );
+    expect((await grant("writer", "configmaps")).code).toBe(0);
+    const child = (name: string) =>
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: {
+          name,
+          ownerReferences: [
+            {
+              apiVersion: "v1",
+              kind: "ConfigMap",
+              name: "owner",
+              uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+      });
+    const refused = await k(["-n", "owners", "create", "-f", "-"], child("first"), user.kubeconfigPath);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on",
+    );
+
+    expect((await grant("finalizers", "configmaps/finalizers")).code).toBe(0);
+    const created = await k(["-n", "owners", "create", "-f", "-"], child("second"), user.kubeconfigPath);
+    expect(created.code, created.stderr).toBe(0);
+
+    const records = readFileSync(plane.auditLogPath, "utf8")
+      .trim()
+      .split("\n")
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            verb: string;
+            user: { username: string };
+            objectRef?: { resource?: string; name?: string };
+            responseStatus?: { code?: number };
+          },
+      );
+    const creates = records.filter(
+      (r) =>
+        r.verb === "create" && r.objectRef?.resource === "configmaps" && r.user.username === "child-writer",
+    );
+    expect(creates.map((r) => r.responseStatus?.code)).toEqual([403, 201]);
+  });
+
+  it("has no audit log when not hardened, and says how to get one", () => {
+    expect(() => new ControlPlane().auditLogPath).toThrow(ControlPlaneError);
+    expect(() => new ControlPlane().auditLogPath).toThrow("start it with `hardened: true`");
+  });
+});
