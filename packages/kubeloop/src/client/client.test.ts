@@ -9,6 +9,7 @@ import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { Client } from "./client.js";
 import { inClusterConfig } from "./config.js";
+import { Discovery } from "./discovery.js";
 import {
   AlreadyExists,
   Conflict,
@@ -400,6 +401,26 @@ describe("Discovery", () => {
     });
     const info = await client.resolve(Latecomer);
     expect(info).toMatchObject({ resource: "latecomers", namespaced: false });
+  });
+
+  it("reads the legacy per-group documents as it reads aggregated discovery, for servers without it", async () => {
+    const legacy = new Discovery(client.transport, { aggregated: false });
+    const kinds = [
+      ["v1", "ConfigMap"],
+      ["v1", "Namespace"],
+      ["apps/v1", "Deployment"],
+      ["events.k8s.io/v1", "Event"],
+      ["test.kubeloop.dev/v1", "Widget"],
+    ] as const;
+    for (const [apiVersion, kind] of kinds) {
+      expect(await legacy.resolve(apiVersion, kind)).toEqual(
+        await client.discovery.resolve(apiVersion, kind),
+      );
+    }
+    const deployments = await legacy.resolve("apps/v1", "Deployment");
+    expect(deployments).toMatchObject({ resource: "deployments", namespaced: true });
+    expect([...deployments.subresources].sort()).toEqual(["scale", "status"]);
+    expect(await rejection(legacy.resolve("apps/v1", "Nope"))).toBeInstanceOf(UnknownKind);
   });
 });
 
