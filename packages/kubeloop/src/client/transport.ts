@@ -1,13 +1,18 @@
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Pool } from "undici";
-import type { ClusterConfig } from "./config.js";
+import { sleep } from "../util/time.js";
+import { TokenBucket } from "../util/token-bucket.js";
+import type { ClusterConfig, Impersonation } from "./config.js";
 import { type ApiError, apiErrorFor, ConnectionError, type Status, TooManyRequests } from "./errors.js";
+import { proxyConnector } from "./proxy.js";
 
 /**
  * One pooled HTTP/1.1 connection pool per cluster (undici), with keep-alive and TLS verification on
  * by default. Ordinary calls get a whole-request timeout; watches get none, only an inactivity
  * timeout (undici's `bodyTimeout`: the longest gap between two chunks), which also catches
- * half-open connections that would otherwise hang forever.
+ * half-open connections that would otherwise hang forever. With a proxy (`config.proxy`) the same
+ * pool dials each connection through it (CONNECT or SOCKS5, then TLS to the server); requests and
+ * watches then never reach the server any other way.
  */
 
 export interface TransportOptions {
@@ -24,8 +29,9 @@ export interface TransportOptions {
   /**
    * Act as another user (the authenticated user needs the `impersonate` verb), e.g. a service
    * account, to see what it may do: `{ user: "system:serviceaccount:ns:name", groups: [...] }`.
+   * Replaces the kubeconfig's `as`/`as-groups`/`as-uid`/`as-user-extra` (as `kubectl --as` does).
    */
-  impersonate?: { user: string; groups?: string[] };
+  impersonate?: Impersonation;
 }
 
 export interface HttpRequest {
@@ -72,6 +78,7 @@ export class Transport {
   private readonly config: ClusterConfig;
   private readonly options: TransportOptions;
   private readonly bucket: TokenBucket | undefined;
+  private readonly impersonation: Record<string, string | string[]>;
 
   constructor(config: ClusterConfig, options: TransportOptions = {}) {
     this.config = config;
@@ -79,7 +86,7 @@ export class Transport {
     this.server = config.server;
     const url = new URL(config.server);
     this.pool = new Pool(url.origin, {
-      connect: { ...config.tls },
+      connect: config.proxy ? proxyConnector(config.proxy, config.tls) : { ...config.tls },
       // Watches hold a connection each for minutes: the pool must not cap them.
       connections: null,
       keepAliveTimeout: 30_000,
@@ -90,6 +97,7 @@ export class Transport {
     this.bucket = options.rateLimit
       ? new TokenBucket(options.rateLimit.qps, options.rateLimit.burst)
       : undefined;
+    this.impersonation = impersonationHeaders(options.impersonate ?? config.impersonate);
   }
 
   /** The whole-request timeout of ordinary calls, in milliseconds. */
@@ -142,6 +150,7 @@ export class Transport {
         durationMs: performance.now() - started,
       });
       const body = parseJson(text);
+      if (response.statusCode === 401) this.config.credentialsRejected?.();
       if (response.statusCode < 300) return { status: response.statusCode, headers: response.headers, body };
       const error = apiErrorFor(response.statusCode, asStatus(body), describe(request), text);
       const wait = retryAfterMs(error, response.headers["retry-after"]);
@@ -163,6 +172,7 @@ export class Transport {
     const method = request.query?.watch ? "WATCH" : request.method;
     this.options.onResponse?.({ method, code: response.statusCode, durationMs: 0 });
     if (response.statusCode >= 300) {
+      if (response.statusCode === 401) this.config.credentialsRejected?.();
       const text = await response.body.text();
       throw apiErrorFor(response.statusCode, asStatus(parseJson(text)), describe(request), text);
     }
@@ -198,12 +208,10 @@ export class Transport {
   }
 
   private async send(request: HttpRequest, timeouts: { headersTimeout: number; bodyTimeout: number }) {
-    const headers: Record<string, string | string[]> = { accept: request.accept ?? "application/json" };
-    const impersonate = this.options.impersonate;
-    if (impersonate) {
-      headers["impersonate-user"] = impersonate.user;
-      if (impersonate.groups?.length) headers["impersonate-group"] = impersonate.groups;
-    }
+    const headers: Record<string, string | string[]> = {
+      ...this.impersonation,
+      accept: request.accept ?? "application/json",
+    };
     const authorization = await this.config.authorization();
     if (authorization) headers.authorization = authorization;
     if (this.options.userAgent) headers["user-agent"] = this.options.userAgent;
@@ -270,44 +278,16 @@ function retryAfterMs(error: ApiError, header: string | string[] | undefined): n
   return Math.min((seconds || 1) * 1000, MAX_RETRY_WAIT_MS);
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // The listener goes when the wait ends: `signal` may be long-lived (an informer's), waited on
-    // again at every retry.
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** A token bucket for the optional client-side rate limit. */
-class TokenBucket {
-  private tokens: number;
-  private last = performance.now();
-
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-  ) {
-    this.tokens = burst;
-  }
-
-  async take(): Promise<void> {
-    for (;;) {
-      const now = performance.now();
-      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
-      this.last = now;
-      if (this.tokens >= 1) {
-        this.tokens -= 1;
-        return;
-      }
-      await sleep(((1 - this.tokens) / this.qps) * 1000);
-    }
-  }
+/**
+ * The `Impersonate-*` headers, built once. Extra keys are percent-encoded as the API server expects
+ * (client-go: `Impersonate-Extra-` + `url.PathEscape(key)`).
+ */
+function impersonationHeaders(impersonate: Impersonation | undefined): Record<string, string | string[]> {
+  if (!impersonate) return {};
+  const headers: Record<string, string | string[]> = { "impersonate-user": impersonate.user };
+  if (impersonate.uid) headers["impersonate-uid"] = impersonate.uid;
+  if (impersonate.groups?.length) headers["impersonate-group"] = impersonate.groups;
+  for (const [key, values] of Object.entries(impersonate.extra ?? {}))
+    if (values.length) headers[`impersonate-extra-${encodeURIComponent(key).toLowerCase()}`] = values;
+  return headers;
 }

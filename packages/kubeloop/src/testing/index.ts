@@ -45,6 +45,7 @@ export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
+export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";
 export {
   DEFAULT_POSTGRES_START_TIMEOUT_MS,
   locatePostgres,

@@ -1,0 +1,22 @@
+/**
+ * Waits `ms` milliseconds; rejects with the signal's reason as soon as `signal` aborts.
+ * The abort listener goes when the wait ends: `signal` may be long-lived (an informer's) and
+ * waited on again at every retry.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
