@@ -15,6 +15,7 @@
  * await pods.release();
  * ```
  */
+export { WatchForbidden } from "./errors.js";
 export {
   type ChangeContext,
   type DeleteContext,
@@ -24,6 +25,7 @@ export {
   type InformerOptions,
   stripManagedFields,
 } from "./informer.js";
+export { type InformerView, MultiNamespaceInformer } from "./multi-namespace.js";
 export {
   type BackoffOptions,
   DEFAULT_BACKOFF,
@@ -33,5 +35,10 @@ export {
   type ReflectorState,
   type ReflectorStats,
 } from "./reflector.js";
-export { InformerRegistry, type InformerScope, type SharedInformer } from "./registry.js";
+export {
+  InformerRegistry,
+  type InformerScope,
+  type SharedInformer,
+  type SharedMultiNamespaceInformer,
+} from "./registry.js";
 export { type IndexFunc, NAMESPACE_INDEX, type ReplaceResult, Store } from "./store.js";

@@ -1,5 +1,7 @@
 import type { Client } from "../client/client.js";
+import { Forbidden } from "../client/errors.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
+import { WatchForbidden } from "./errors.js";
 import { type BackoffOptions, Reflector, type ReflectorState, type ReflectorStats } from "./reflector.js";
 import { type IndexFunc, NAMESPACE_INDEX, Store } from "./store.js";
 
@@ -78,6 +80,8 @@ export function stripManagedFields<T extends KubeObject>(object: T): T {
 
 export class Informer<T extends KubeObject> {
   readonly type: ResourceType<T>;
+  /** The namespace watched; `undefined` for all namespaces (or a cluster-scoped type). */
+  readonly namespace: string | undefined;
   /** Resolves once the first full list is in the store. */
   readonly synced: Promise<void>;
   private readonly store: Store<T>;
@@ -94,6 +98,7 @@ export class Informer<T extends KubeObject> {
 
   constructor(client: Client, type: ResourceType<T>, options: InformerOptions<T> = {}) {
     this.type = type;
+    this.namespace = options.namespace || undefined;
     this.store = new Store<T>(options.indexes);
     this.transform = options.transform === null ? undefined : (options.transform ?? stripManagedFields);
     this.synced = new Promise((resolve) => {
@@ -118,7 +123,10 @@ export class Informer<T extends KubeObject> {
           "watchList",
         ]),
         ...(options.backoff ? { backoff: options.backoff } : {}),
-        onError: (error) => {
+        onError: (failure) => {
+          // RBAC refusals name the namespace and the grant that fixes them.
+          const error =
+            failure instanceof Forbidden ? new WatchForbidden(failure, type, this.namespace) : failure;
           this.lastError = error;
           for (const handler of this.errorHandlers) handler(error);
         },

@@ -1,6 +1,7 @@
 import type { Client } from "../client/client.js";
 import type { KubeObject, ResourceType } from "../client/types.js";
 import { Informer, type InformerOptions } from "./informer.js";
+import { MultiNamespaceInformer } from "./multi-namespace.js";
 
 /**
  * Shared informers: one watch per (type, namespace, selectors, metadata-only), however many
@@ -18,6 +19,12 @@ export interface InformerScope {
 export interface SharedInformer<T extends KubeObject> {
   readonly informer: Informer<T>;
   /** Gives this holder's reference back; the informer stops with the last one. */
+  release(): Promise<void>;
+}
+
+export interface SharedMultiNamespaceInformer<T extends KubeObject> {
+  readonly view: MultiNamespaceInformer<T>;
+  /** Gives back this holder's reference to each namespace's informer. */
   release(): Promise<void>;
 }
 
@@ -58,6 +65,36 @@ export class InformerRegistry {
           this.entries.delete(key);
           await held.informer.stop();
         }
+      },
+    };
+  }
+
+  /**
+   * One shared informer per namespace (each scoped like `acquire(type, { ...scope, namespace })`),
+   * read as one cache through a {@link MultiNamespaceInformer}: for operators that may only watch
+   * some namespaces. The namespaces must be distinct and non-empty.
+   */
+  acquireNamespaces<T extends KubeObject>(
+    type: ResourceType<T>,
+    namespaces: readonly string[],
+    scope: Omit<InformerScope, "namespace"> = {},
+  ): SharedMultiNamespaceInformer<T> {
+    if (
+      namespaces.length === 0 ||
+      namespaces.some((ns) => !ns) ||
+      new Set(namespaces).size !== namespaces.length
+    )
+      throw new TypeError(
+        `acquireNamespaces: give distinct, non-empty namespaces (got ${JSON.stringify(namespaces)})`,
+      );
+    const shared = namespaces.map((namespace) => this.acquire(type, { ...scope, namespace }));
+    const informers = new Map(
+      namespaces.map((namespace, i) => [namespace, (shared[i] as SharedInformer<T>).informer]),
+    );
+    return {
+      view: new MultiNamespaceInformer(type, informers),
+      release: async () => {
+        await Promise.all(shared.map((s) => s.release()));
       },
     };
   }

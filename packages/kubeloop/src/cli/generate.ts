@@ -3,6 +3,7 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
+import { checkNamespaces } from "../controller/builder.js";
 import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/rbac.js";
 import type { CustomResourceDefinition } from "../resources/define-resource.js";
 import {
@@ -24,7 +25,7 @@ import { loadProject, type Project } from "./project.js";
  */
 
 const USAGE = `Usage:
-  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--out DIR]
+  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--out DIR]
 
   Without flags, the "kubeloop" section of the project's package.json says what to read.
   --resources    the module that exports the project's defineResource(…) definitions
@@ -33,6 +34,9 @@ const USAGE = `Usage:
   --name         the operator's name, for RBAC, Deployment and Services (default: the project's)
   --image        also write the deploy manifests (config/manager/) for this image
   --namespace    the namespace they deploy into (default <name>-system)
+  --namespaces   the namespaces the operator watches (default all): a Role and RoleBinding in each
+                 instead of a ClusterRole (which stays for cluster-scoped types only), and
+                 WATCH_NAMESPACE in the Deployment; "" for all namespaces
   --out          the config folder (default config): crd/, rbac/, webhook/, manager/
   --check        write nothing; exit 1 if a file is missing, stale or left over`;
 
@@ -54,6 +58,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       name: { type: "string" },
       image: { type: "string" },
       namespace: { type: "string" },
+      namespaces: { type: "string" },
       check: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
@@ -72,6 +77,10 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const image = values.image ?? project?.image;
   const namespace = values.namespace ?? project?.namespace ?? `${name}-system`;
   const out = values.out ? resolve(values.out) : (project?.config ?? resolve("config"));
+  const watched = watchedNamespaces(
+    values.namespaces !== undefined ? values.namespaces.split(",") : project?.namespaces,
+    values.namespaces !== undefined ? "--namespaces" : '"kubeloop.namespaces" in package.json',
+  );
 
   // A project's own modules may be empty (a new project, before `kubeloop create api`): its config
   // is then only what does not depend on kinds. A module named by flag must define something.
@@ -104,7 +113,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   }
   let roles: RoleScopes | undefined;
   if (controllersPath) {
-    const rbac = await rbacFiles(controllersPath, name, namespace, fromProject(values.controllers));
+    const rbac = await rbacFiles(controllersPath, name, namespace, fromProject(values.controllers), watched);
     for (const [file, objects] of rbac.files) wanted.set(join("rbac", file), renderAll(objects));
     roles = rbac.roles;
   }
@@ -120,6 +129,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       image,
       webhooks: webhooks.length > 0,
       ...(roles ? { roles } : {}),
+      ...(watched ? { watchNamespaces: watched } : {}),
     });
     for (const [file, objects] of manifests) wanted.set(join("manager", file), renderAll(objects));
   }
@@ -168,6 +178,17 @@ export async function generateCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** The namespaces to watch, checked (a set with a bad name is an error naming where it came from). */
+function watchedNamespaces(names: string[] | undefined, where: string): readonly string[] | undefined {
+  const trimmed = (names ?? []).map((name) => name.trim()).filter(Boolean);
+  if (trimmed.length === 0) return undefined;
+  try {
+    return checkNamespaces(trimmed, where);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+}
+
 function projectIfAny(): Project | undefined {
   try {
     return loadProject();
@@ -203,12 +224,16 @@ async function rbacFiles(
   name: string,
   namespace: string,
   allowEmpty = false,
+  watched?: readonly string[],
 ): Promise<{ files: [string, object[]][]; roles: RoleScopes }> {
   const controllers = (await exportsOf(modulePath, "--controllers")).filter(isController);
   if (controllers.length === 0 && !allowEmpty)
     throw new CliError(`${shown(modulePath)} exports no controllers`);
   const rbac = { apiVersion: "rbac.authorization.k8s.io/v1" };
-  const { cluster, namespaced } = rbacRoles(controllers.map((c) => c.spec));
+  const { cluster, namespaced } = rbacRoles(
+    controllers.map((c) => c.spec),
+    watched ? { namespaces: watched } : {},
+  );
   const roles: object[] = [
     ...(cluster.length ? [{ ...rbac, kind: "ClusterRole", metadata: { name }, rules: cluster }] : []),
     ...Object.entries(namespaced).map(([ns, rules]) => ({

@@ -32,6 +32,11 @@ export interface Project {
   image?: string;
   /** Where it deploys (default `<name>-system`). */
   namespace: string;
+  /**
+   * The namespaces it watches (the Manager's `namespaces`, `WATCH_NAMESPACE`): RBAC becomes a
+   * Role and RoleBinding in each instead of a ClusterRole. Default: all namespaces.
+   */
+  namespaces?: string[];
   /** The generated config folder (default `config`). */
   config: string;
 }
@@ -44,6 +49,7 @@ interface ProjectSection {
   webhooks?: string;
   image?: string;
   namespace?: string;
+  namespaces?: string[];
   config?: string;
 }
 
@@ -55,6 +61,7 @@ const FIELDS = new Set([
   "webhooks",
   "image",
   "namespace",
+  "namespaces",
   "config",
 ]);
 
@@ -73,6 +80,14 @@ export function loadProject(cwd: string = process.cwd()): Project {
         `${join(root, "package.json")}: unknown field "kubeloop.${key}" (known: ${[...FIELDS].join(", ")})`,
       );
     }
+    if (key === "namespaces") {
+      const namespaces = section.namespaces as unknown;
+      if (!Array.isArray(namespaces) || !namespaces.every((ns) => typeof ns === "string"))
+        throw new CliError(
+          `${join(root, "package.json")}: "kubeloop.namespaces" must be an array of strings`,
+        );
+      continue;
+    }
     if (typeof section[key as keyof ProjectSection] !== "string") {
       throw new CliError(`${join(root, "package.json")}: "kubeloop.${key}" must be a string`);
     }
@@ -89,6 +104,7 @@ export function loadProject(cwd: string = process.cwd()): Project {
     ...optional("webhooks", path(section.webhooks)),
     ...optional("image", section.image),
     namespace: section.namespace ?? `${name}-system`,
+    ...optional("namespaces", section.namespaces),
     config: resolve(root, section.config ?? "config"),
   };
 }

@@ -124,6 +124,10 @@ async function loop(
     METRICS_PORT: String(ports.metrics),
     PROBE_PORT: String(ports.probes),
     ...(serving ? { WEBHOOK_PORT: String(serving.port), WEBHOOK_CERT_DIR: serving.certDir } : {}),
+    // The namespaces the project watches, as its Deployment gets them (unless set here already).
+    ...(project.namespaces?.length && process.env.WATCH_NAMESPACE === undefined
+      ? { WATCH_NAMESPACE: project.namespaces.join(",") }
+      : {}),
   };
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();

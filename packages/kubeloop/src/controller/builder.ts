@@ -38,7 +38,7 @@ export class ControllerBuilder<T extends KubeObject> {
       sources: [],
       predicates: [],
       concurrency: DEFAULT_CONCURRENCY,
-      namespace: undefined,
+      namespaces: undefined,
       permissions: [],
     };
   }
@@ -94,7 +94,22 @@ export class ControllerBuilder<T extends KubeObject> {
 
   /** Watches and reconciles in one namespace only (the informers are scoped to it). */
   inNamespace(namespace: string): this {
-    this.spec.namespace = namespace;
+    return this.inNamespaces([namespace]);
+  }
+
+  /**
+   * Watches and reconciles in these namespaces only, with one informer per namespace read as one
+   * cache (`ctx.cache.list(T)` spans them all), so Roles in them are all the RBAC it needs. Without
+   * it, the controller watches the manager's namespaces (`namespaces` / `WATCH_NAMESPACE`), by
+   * default all of them. Cluster-scoped types are still watched cluster-wide.
+   *
+   * @example
+   * ```ts
+   * controller(ConfigMap).inNamespaces(["team-a", "team-b"]).reconcile(async (cm, ctx) => done());
+   * ```
+   */
+  inNamespaces(namespaces: readonly string[]): this {
+    this.spec.namespaces = checkNamespaces(namespaces, "inNamespaces");
     return this;
   }
 
@@ -133,6 +148,27 @@ export class ControllerBuilder<T extends KubeObject> {
   reconcile(reconciler: Reconciler<T>): Controller<T> {
     return new Controller<T>({ ...this.spec, reconcile: reconciler });
   }
+}
+
+/** DNS-1123 labels, as the API server requires of namespace names. */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * A set of namespaces to watch, checked: at least one, each a valid namespace name, none twice.
+ * Returns a copy (the caller's array may change later).
+ */
+export function checkNamespaces(namespaces: readonly string[], where: string): readonly string[] {
+  if (namespaces.length === 0)
+    throw new TypeError(`${where}: give at least one namespace (omit it to watch all namespaces)`);
+  for (const namespace of namespaces) {
+    if (!NAMESPACE_NAME.test(namespace) || namespace.length > 63)
+      throw new TypeError(
+        `${where}: "${namespace}" is not a namespace name (lowercase letters, digits and "-", at most 63)`,
+      );
+  }
+  const duplicate = namespaces.find((namespace, i) => namespaces.indexOf(namespace) !== i);
+  if (duplicate) throw new TypeError(`${where}: namespace "${duplicate}" is given twice`);
+  return Object.freeze([...namespaces]);
 }
 
 export interface WatchOptions<U extends KubeObject> {

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { Informer } from "../cache/informer.js";
-import type { InformerRegistry, InformerScope, SharedInformer } from "../cache/registry.js";
+import type { InformerView } from "../cache/multi-namespace.js";
+import type { InformerRegistry, InformerScope } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
 import type { QueueMetrics } from "../queue/metrics.js";
@@ -68,8 +69,11 @@ export interface ControllerSpec<T extends KubeObject> {
   sources: Source[];
   predicates: Predicate<T>[];
   concurrency: number;
-  /** Restrict every informer of this controller to one namespace. */
-  namespace: string | undefined;
+  /**
+   * The namespaces this controller watches and reconciles in (`.inNamespace`, `.inNamespaces`);
+   * `undefined` for the manager's (by default all namespaces).
+   */
+  namespaces: readonly string[] | undefined;
   /** RBAC rules beyond the declared types' (see `permits`). */
   permissions: PolicyRule[];
   reconcile: Reconciler<T>;
@@ -80,6 +84,11 @@ export interface ControllerEnvironment {
   client: Client;
   registry: InformerRegistry;
   logger: Logger;
+  /**
+   * The manager's namespaces, for controllers that name none: one informer per namespace (Roles
+   * suffice). `undefined` or empty: all namespaces.
+   */
+  namespaces?: readonly string[] | undefined;
   events?: EventSink;
   /** Metric hooks (the manager's Prometheus metrics). */
   metrics?: ControllerMetrics;
@@ -109,11 +118,12 @@ export class Controller<T extends KubeObject> {
   readonly name: string;
   readonly spec: ControllerSpec<T>;
   private queue: WorkQueue<string> | undefined;
-  private readonly informers = new Map<string, Informer<KubeObject>>();
-  private readonly shared: SharedInformer<KubeObject>[] = [];
+  private readonly informers = new Map<string, InformerView<KubeObject>>();
+  private readonly shared: { informers: Informer<KubeObject>[]; release(): Promise<void> }[] = [];
   private readonly lastKnown = new Map<string, T>();
   private readonly expectations = new Expectations();
-  private primary: Informer<T> | undefined;
+  private primary: InformerView<T> | undefined;
+  private namespaces: readonly string[] | undefined;
   private workers: Promise<void>[] = [];
   private abort = new AbortController();
   private env: ControllerEnvironment | undefined;
@@ -129,7 +139,13 @@ export class Controller<T extends KubeObject> {
 
   /** The informers this controller reads (primary, owned, watched), for the manager's health checks. */
   get allInformers(): Informer<KubeObject>[] {
-    return this.shared.map((s) => s.informer); // once each (`informers` holds each under two keys)
+    // Once each (`informers` holds each under two keys); a multi-namespace view is its informers.
+    return this.shared.flatMap((s) => s.informers);
+  }
+
+  /** The namespaces watched (the controller's own, else the manager's); `undefined` for all. */
+  get watchedNamespaces(): readonly string[] | undefined {
+    return this.namespaces;
   }
 
   /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
@@ -138,16 +154,16 @@ export class Controller<T extends KubeObject> {
     this.queue = new WorkQueue<string>({ ...(env.metrics ? { metrics: env.metrics.queue } : {}) });
     env.metrics?.registerQueue?.(this.queue);
     env.metrics?.maxConcurrent(this.spec.concurrency);
-    const scope: InformerScope = this.spec.namespace ? { namespace: this.spec.namespace } : {};
-    this.primary = this.informerFor(this.spec.primary, scope) as unknown as Informer<T>;
+    const namespaces = this.spec.namespaces ?? env.namespaces;
+    this.namespaces = namespaces?.length ? namespaces : undefined;
+    this.primary = this.informerFor(this.spec.primary, {}) as unknown as InformerView<T>;
     this.subscribe(
-      this.primary as unknown as Informer<KubeObject>,
+      this.primary as unknown as InformerView<KubeObject>,
       this.spec.predicates as Predicate[],
       (object) => [requestOf(object)],
     );
     for (const owned of this.spec.owns) {
       const informer = this.informerFor(owned.type, {
-        ...scope,
         metadataOnly: owned.metadataOnly,
         ...(owned.labelSelector ? { labelSelector: owned.labelSelector } : {}),
       });
@@ -155,7 +171,6 @@ export class Controller<T extends KubeObject> {
     }
     for (const watched of this.spec.watches) {
       const informer = this.informerFor(watched.type, {
-        ...scope,
         ...(watched.labelSelector ? { labelSelector: watched.labelSelector } : {}),
       });
       this.subscribe(informer, watched.predicates, (object) => toArray(watched.map(object)));
@@ -190,25 +205,40 @@ export class Controller<T extends KubeObject> {
     await Promise.all(this.shared.map((s) => s.release()));
   }
 
-  private informerFor(type: ResourceType, scope: InformerScope): Informer<KubeObject> {
+  /**
+   * The cache of one type, in the watched namespaces: one informer for all namespaces or for one;
+   * one per namespace, read as one, for several. Cluster-scoped types (`namespaced: false`) are
+   * watched cluster-wide whatever the namespaces (that takes a ClusterRole).
+   */
+  private informerFor(type: ResourceType, scope: Omit<InformerScope, "namespace">): InformerView<KubeObject> {
+    const namespaces = type.namespaced === false ? undefined : this.namespaces;
     const key = JSON.stringify([
       type.apiVersion,
       type.kind,
-      scope.namespace ?? "",
+      namespaces ?? [],
       scope.labelSelector ?? "",
       scope.metadataOnly ?? false,
     ]);
     const existing = this.informers.get(key);
     if (existing) return existing;
-    const shared = this.requireEnv().registry.acquire(type, scope);
-    this.shared.push(shared);
-    this.informers.set(key, shared.informer);
-    this.informers.set(typeKeyOf(type.apiVersion, type.kind), shared.informer);
-    return shared.informer;
+    const registry = this.requireEnv().registry;
+    let view: InformerView<KubeObject>;
+    if (namespaces && namespaces.length > 1) {
+      const shared = registry.acquireNamespaces(type, namespaces, scope);
+      this.shared.push({ informers: shared.view.informers, release: shared.release });
+      view = shared.view;
+    } else {
+      const shared = registry.acquire(type, namespaces ? { ...scope, namespace: namespaces[0] } : scope);
+      this.shared.push({ informers: [shared.informer], release: shared.release });
+      view = shared.informer;
+    }
+    this.informers.set(key, view);
+    this.informers.set(typeKeyOf(type.apiVersion, type.kind), view);
+    return view;
   }
 
   private subscribe(
-    informer: Informer<KubeObject>,
+    informer: InformerView<KubeObject>,
     predicates: Predicate[],
     toRequests: (object: KubeObject) => Request[],
   ): void {
@@ -220,7 +250,7 @@ export class Controller<T extends KubeObject> {
       if (change.old && change.type === "updated") for (const r of toRequests(change.old)) keys.add(keyOf(r));
       for (const key of keys) this.requireQueue().add(key, initial ? LOW_PRIORITY : 0);
     };
-    const primaryType = informer === (this.primary as unknown as Informer<KubeObject>);
+    const primaryType = informer === (this.primary as unknown as InformerView<KubeObject>);
     // The informer's type, not the object's: listed built-ins lack apiVersion and kind, and
     // metadata-only objects are PartialObjectMetadata, while expectations name the written type.
     const typeKey = typeKeyOf(informer.type.apiVersion, informer.type.kind);
@@ -413,7 +443,7 @@ export class Controller<T extends KubeObject> {
     ) => this.watchedInformer(type).list(filter) as U[],
   };
 
-  private watchedInformer(type: ResourceType): Informer<KubeObject> {
+  private watchedInformer(type: ResourceType): InformerView<KubeObject> {
     const informer = this.informers.get(typeKeyOf(type.apiVersion, type.kind));
     if (!informer) {
       throw new Error(

@@ -13,7 +13,7 @@
  * });
  * ```
  */
-export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
+export { ControllerBuilder, checkNamespaces, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
 export {
   Controller,
@@ -33,6 +33,7 @@ export {
   LEADER_ELECTION_RULES,
   type PolicyRule,
   type RbacRoles,
+  type RbacScope,
   rbacRoles,
   rbacRules,
 } from "./rbac.js";

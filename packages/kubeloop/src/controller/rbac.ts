@@ -20,8 +20,9 @@ import { groupOf } from "../resources/identify.js";
  * What a reconciler does beyond its declarations is declared with `.permits(rule)` on the builder
  * (or `extra` here) and added as it is.
  *
- * Scope: a controller limited to one namespace (`.inNamespace(ns)`) gets its namespaced grants in a
- * Role in that namespace; cluster-scoped types and cluster-wide controllers go in the ClusterRole.
+ * Scope: a controller limited to namespaces (`.inNamespace(ns)`, `.inNamespaces([…])`, or the
+ * manager's namespaces given as `rbacRoles(…, { namespaces })`) gets its namespaced grants in a Role
+ * in each of them; cluster-scoped types and cluster-wide controllers go in the ClusterRole.
  */
 
 export interface PolicyRule {
@@ -40,8 +41,19 @@ export interface DeclaredTypes {
   watches: readonly { type: ResourceType }[];
   /** Set by `.inNamespace(ns)`: the controller reads and writes in that namespace only. */
   namespace?: string | undefined;
+  /** Set by `.inNamespaces([…])` (and `.inNamespace`): it reads and writes in these namespaces only. */
+  namespaces?: readonly string[] | undefined;
   /** Declared with `.permits(…)`: what the reconciler does beyond its declared types. */
   permissions?: readonly PolicyRule[];
+}
+
+/** Where controllers that name no namespace of their own run. */
+export interface RbacScope {
+  /**
+   * The manager's namespaces (its `namespaces` option, `WATCH_NAMESPACE`): such controllers get
+   * Roles in these instead of the ClusterRole. Default: all namespaces (the ClusterRole).
+   */
+  namespaces?: readonly string[] | undefined;
 }
 
 /** The rules of a ClusterRole and of one Role per namespace. */
@@ -54,25 +66,29 @@ const EVENT = { apiVersion: "events.k8s.io/v1", kind: "Event", namespaced: true 
 
 /** Every rule the controllers need, regardless of scope (one ClusterRole's worth). */
 export function rbacRules(controllers: DeclaredTypes[], extra: PolicyRule[] = []): PolicyRule[] {
-  const { cluster } = rbacRoles(controllers.map((spec) => ({ ...spec, namespace: undefined })));
+  const { cluster } = rbacRoles(
+    controllers.map((spec) => ({ ...spec, namespace: undefined, namespaces: undefined })),
+  );
   return sortRules([...cluster, ...extra]);
 }
 
 /** The rules split by scope: see the module's comment. */
-export function rbacRoles(controllers: DeclaredTypes[]): RbacRoles {
+export function rbacRoles(controllers: DeclaredTypes[], scope: RbacScope = {}): RbacRoles {
   const cluster = new Grants();
   const byNamespace = new Map<string, Grants>();
   for (const spec of controllers) {
-    const namespace = spec.namespace;
-    if (namespace === undefined) {
+    const namespaces = boundNamespaces(spec, scope);
+    if (namespaces === undefined) {
       cluster.declare(spec, () => true);
       cluster.add(EVENT, "events", ["create", "patch"]);
       continue;
     }
-    const local = byNamespace.get(namespace) ?? new Grants();
-    byNamespace.set(namespace, local);
-    local.declare(spec, (type) => type.namespaced !== false);
-    local.add(EVENT, "events", ["create", "patch"]);
+    for (const namespace of namespaces) {
+      const local = byNamespace.get(namespace) ?? new Grants();
+      byNamespace.set(namespace, local);
+      local.declare(spec, (type) => type.namespaced !== false);
+      local.add(EVENT, "events", ["create", "patch"]);
+    }
     cluster.declare({ ...spec, permissions: [] }, (type) => type.namespaced === false);
   }
   return {
@@ -81,6 +97,13 @@ export function rbacRoles(controllers: DeclaredTypes[]): RbacRoles {
       [...byNamespace].sort(([a], [b]) => a.localeCompare(b)).map(([ns, g]) => [ns, g.rules()]),
     ),
   };
+}
+
+/** A controller's own namespaces, else the scope's; `undefined` when it works cluster-wide. */
+function boundNamespaces(spec: DeclaredTypes, scope: RbacScope): readonly string[] | undefined {
+  const own = spec.namespaces ?? (spec.namespace === undefined ? undefined : [spec.namespace]);
+  const namespaces = own ?? scope.namespaces;
+  return namespaces?.length ? namespaces : undefined;
 }
 
 /** Verbs per (group, resource), merged across declarations. */

@@ -28,5 +28,6 @@ export {
   DEFAULT_PROBES_PORT,
   Manager,
   type ManagerOptions,
+  watchNamespaces,
 } from "./manager.js";
 export { Metrics } from "./metrics.js";

@@ -127,7 +127,7 @@ describe("Manager", () => {
     );
     expect(body).toContain("[-]informers failed");
     await expect(running).rejects.toThrow(
-      /Caches did not sync within 3s:\n {2}Counter: .*cannot list resource "counters"/,
+      /Caches did not sync within 3s:\n {2}Counter \(test.kubeloop.dev\/v1\) in all namespaces: .*cannot list resource "counters"/,
     );
     await limited.close();
   });

@@ -1,9 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { type Logger, pino } from "pino";
+import { WatchForbidden } from "../cache/errors.js";
+import type { Informer } from "../cache/informer.js";
 import { InformerRegistry } from "../cache/registry.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import type { KubeObject } from "../client/types.js";
+import { checkNamespaces } from "../controller/builder.js";
 import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/controller.js";
 import { EventRecorder } from "../resources/events.js";
 import type { WebhookDefinition } from "../webhook/define-webhooks.js";
@@ -33,6 +36,15 @@ export interface ManagerOptions {
   client?: Client;
   /** The kubeconfig file to load when no client is given. */
   kubeconfig?: string;
+  /**
+   * The namespaces the controllers watch and reconcile in (those without `.inNamespace(s)` of
+   * their own): one informer per namespace and type, read as one cache, so Roles in these
+   * namespaces are all the RBAC needed (multi-tenant clusters; OLM's OwnNamespace,
+   * SingleNamespace and MultiNamespace install modes). Cluster-scoped types are still watched
+   * cluster-wide. Default: `$WATCH_NAMESPACE` (comma-separated, operator-sdk's convention; unset
+   * or empty means all namespaces), else all namespaces.
+   */
+  namespaces?: string[];
   /** Elect one active replica through a Lease; `false` runs the controllers at once. Default false. */
   leaderElection?:
     | false
@@ -83,10 +95,30 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
 export const DEFAULT_METRICS_PORT = 8080;
 export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
 
+/**
+ * The namespaces of operator-sdk's `WATCH_NAMESPACE` (`a,b,c`; blanks around names ignored);
+ * `undefined` for all namespaces (unset or empty). A malformed name is an error naming it.
+ *
+ * @example
+ * ```ts
+ * watchNamespaces("team-a, team-b"); // ["team-a", "team-b"]
+ * watchNamespaces(""); // undefined: all namespaces
+ * ```
+ */
+export function watchNamespaces(value: string | undefined): readonly string[] | undefined {
+  const names = (value ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  return names.length ? checkNamespaces(names, `WATCH_NAMESPACE="${value}"`) : undefined;
+}
+
 export class Manager {
   readonly logger: Logger;
   readonly metrics: Metrics;
   private readonly options: ManagerOptions;
+  /** The namespaces watched by controllers without their own; `undefined` for all. */
+  readonly namespaces: readonly string[] | undefined;
   private readonly controllers: Controller<KubeObject>[] = [];
   private readonly recorders: EventRecorder[] = [];
   private readonly webhookDefinitions: WebhookDefinition[] = [];
@@ -111,6 +143,9 @@ export class Manager {
 
   constructor(options: ManagerOptions = {}) {
     this.options = options;
+    this.namespaces = options.namespaces
+      ? checkNamespaces(options.namespaces, "Manager namespaces")
+      : watchNamespaces(process.env.WATCH_NAMESPACE);
     this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? "info" });
     // Unserved, the process and Node.js collectors (event-loop and GC observers) would only cost.
     this.metrics = new Metrics({ defaultMetrics: options.metrics !== false });
@@ -198,10 +233,25 @@ export class Manager {
       controller.prepare({
         client,
         registry,
+        namespaces: this.namespaces,
         logger: this.logger,
         events: recorder,
         metrics: this.controllerHooks(controller),
       });
+    }
+    this.logger.info(
+      { namespaces: this.namespaces ?? "all" },
+      this.namespaces ? `watching namespaces ${this.namespaces.join(", ")}` : "watching all namespaces",
+    );
+    // A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged
+    // each time it is retried, naming the namespace and the grant that is missing.
+    for (const informer of registry.informers) {
+      informer.onError((error) =>
+        this.logger.warn(
+          { err: error, kind: informer.type.kind, namespace: informer.namespace },
+          `${describeInformer(informer)}: list/watch failed; retrying`,
+        ),
+      );
     }
     await this.waitForSync(registry);
     this.logger.info({ informers: registry.informers.length }, "caches synced");
@@ -293,14 +343,17 @@ export class Manager {
     }
   }
 
-  /** Ready means: every informer synced and its watch healthy (a Forbidden watch is not ready). */
+  /**
+   * Ready means: every informer synced and its watch healthy (a Forbidden watch is not ready). All
+   * failures are named, so with one informer per namespace each namespace missing a Role shows.
+   */
   private checkInformers(): void {
+    const failures: string[] = [];
     for (const informer of this.registryInstance?.informers ?? []) {
       const { synced, lastError } = informer.health;
-      const name = `${informer.type.kind} (${informer.type.apiVersion})`;
-      if (lastError) throw new Error(`${name}: ${lastError.message}`);
-      if (!synced) throw new Error(`${name}: not synced yet`);
+      if (lastError || !synced) failures.push(informerProblem(informer, "not synced yet"));
     }
+    if (failures.length) throw new Error(failures.join("; "));
   }
 
   private async waitForSync(registry: InformerRegistry): Promise<void> {
@@ -314,10 +367,7 @@ export class Manager {
     if (result !== "timeout") return;
     const causes = registry.informers
       .filter((informer) => !informer.isSynced)
-      .map(
-        (informer) =>
-          `${informer.type.kind}: ${informer.health.lastError?.message ?? "no answer from the API server"}`,
-      );
+      .map((informer) => informerProblem(informer, "no answer from the API server"));
     throw new Error(`Caches did not sync within ${timeoutMs / 1000}s:\n  ${causes.join("\n  ")}`);
   }
 
@@ -385,6 +435,19 @@ export class Manager {
       process.removeListener("SIGINT", onSignal);
     });
   }
+}
+
+/** `Kind (apiVersion)`, and the namespace of a namespace-scoped informer, for probes and logs. */
+function describeInformer(informer: Informer<KubeObject>): string {
+  const name = `${informer.type.kind} (${informer.type.apiVersion})`;
+  return informer.namespace ? `${name} in namespace "${informer.namespace}"` : name;
+}
+
+/** What keeps an informer from being ready, naming it (a WatchForbidden's message already does). */
+function informerProblem(informer: Informer<KubeObject>, otherwise: string): string {
+  const error = informer.health.lastError;
+  if (error instanceof WatchForbidden) return error.message;
+  return `${describeInformer(informer)}: ${error?.message ?? otherwise}`;
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
