@@ -6,6 +6,9 @@
 //   ENABLE_WEBHOOKS=false           run without the webhook server (it needs a serving certificate:
 //                                   WEBHOOK_CERT_DIR with tls.crt/tls.key, on WEBHOOK_PORT, default 9443)
 //   ALLOWED_REGISTRIES              the registries images may come from (see webhooks.ts)
+//   WATCH_NAMESPACE=a,b             watch (and need Roles in) these namespaces only; unset: all
+//                                   (the Manager reads it; `kubeloop generate --namespaces a,b`
+//                                   writes the Roles, RoleBindings and this variable)
 import { parseArgs } from "node:util";
 import { Manager } from "kubeloop";
 import { nginxController, OPERATOR_NAME } from "./nginx.ts";

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createServer } from "node:net";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import {
   ControlPlane,
@@ -10,69 +9,25 @@ import {
   readManifests,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killOperators, type Operator, root, startOperator as runOperator, until } from "./operator.ts";
 
 // End to end, as a user would: the operator runs as its own process (`npm start`'s command)
 // against a simulated cluster, and everything is checked through kubectl.
 
-const root = join(import.meta.dirname, "..");
 let plane: ControlPlane;
 let serving: LocalWebhookServing;
-const operators: ChildProcess[] = [];
 
 const k = (args: string[], input?: string) =>
   kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
+/** The operator against this file's plane, serving its webhooks where the plane calls them. */
+function startOperator(extraEnv: Record<string, string> = {}): Promise<Operator> {
+  return runOperator({
+    KUBECONFIG: plane.kubeconfigPath,
+    WEBHOOK_CERT_DIR: serving.certDir,
+    WEBHOOK_PORT: String(serving.port),
+    ...extraEnv,
   });
-}
-
-interface Operator {
-  process: ChildProcess;
-  metricsPort: number;
-  probePort: number;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-async function startOperator(extraEnv: Record<string, string> = {}): Promise<Operator> {
-  const metricsPort = await freePort();
-  const probePort = await freePort();
-  const child = spawn(process.execPath, [join(root, "src/main.ts")], {
-    env: {
-      ...process.env,
-      KUBECONFIG: plane.kubeconfigPath,
-      METRICS_PORT: String(metricsPort),
-      PROBE_PORT: String(probePort),
-      LOG_LEVEL: "info",
-      WEBHOOK_CERT_DIR: serving.certDir,
-      WEBHOOK_PORT: String(serving.port),
-      ...extraEnv,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  operators.push(child);
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return { process: child, metricsPort, probePort, output: () => output, exited };
-}
-
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 /** `kubectl patch --type=merge` of an Nginx. */
@@ -100,7 +55,7 @@ beforeAll(async () => {
   await plane.installCrdObjects(localObjects("config/crd/nginxes.proxy.example.com.yaml") as CrdObject[]);
 });
 afterAll(async () => {
-  for (const child of operators) child.kill("SIGKILL");
+  killOperators();
   await plane?.stop();
   serving?.dispose();
 });
