@@ -56,13 +56,16 @@ export async function assetsCommand(argv: string[]): Promise<number> {
   }
   if (sub === "where") {
     const root = defaultAssetsRoot();
-    const [kubernetesVersion] = kubernetesVersions(values["kubernetes-version"]);
-    console.log(`cache: ${root}`);
-    for (const spec of Object.values(componentsFor(kubernetesVersion ?? resolveKubernetesVersion()))) {
+    const kubernetesVersion =
+      kubernetesVersions(values["kubernetes-version"])[0] ?? resolveKubernetesVersion();
+    console.log(`cache: ${root}\nkubernetes: v${kubernetesVersion}`);
+    for (const spec of Object.values(componentsFor(kubernetesVersion))) {
       const info = readBuildInfo(root, spec);
       for (const binary of spec.binaries as readonly BinaryName[]) {
         const found = locateBinary(binary, { root, kubernetesVersion });
-        const where = found ? `${found.path} (${found.source})` : "missing — run `kubeloop assets build`";
+        const where = found
+          ? `${found.path} (${found.source})`
+          : `missing — run \`kubeloop assets build --kubernetes-version ${kubernetesVersion}\``;
         console.log(
           `${binary.padEnd(24)} ${where}${info && found?.source === "cache" ? ` v${info.version}` : ""}`,
         );
