@@ -3,11 +3,14 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
+import { rejection } from "../../test/helpers.js";
+import { ConfigMap } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { startTunnelProxy, type TunnelProxy } from "../testing/proxy.js";
 import { Client } from "./client.js";
 import { loadConfig } from "./config.js";
+import { Unauthorized } from "./errors.js";
 import { Transport } from "./transport.js";
 
 /**
@@ -162,6 +165,22 @@ const rows: Row[] = [
     user: SERVICE_ACCOUNT,
   },
   {
+    name: "exec plugin returning a client certificate and key",
+    setup: (g, folder) => {
+      const credential = {
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        kind: "ExecCredential",
+        status: { clientCertificateData: g.alice.cert, clientKeyData: g.alice.key },
+      };
+      const output = write(join(folder, "credential.json"), JSON.stringify(credential));
+      return simple(g, folder, {
+        exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "cat", args: [output] },
+      });
+    },
+    user: "alice",
+    groups: ["team-a", "system:authenticated"],
+  },
+  {
     name: "exec plugin that is not installed: the error shows installHint",
     setup: (g, folder) =>
       simple(g, folder, {
@@ -248,6 +267,33 @@ const rows: Row[] = [
     proxied: true,
   },
   {
+    name: "proxy-url with tls-server-name: a name only the proxy knows, verified by tls-server-name",
+    setup: (g, folder) =>
+      simple(
+        g,
+        folder,
+        { token: g.token },
+        {
+          server: `https://api.internal:${g.port}`,
+          "proxy-url": g.proxy.httpUrl,
+          "tls-server-name": "kubernetes.default",
+        },
+      ),
+    user: SERVICE_ACCOUNT,
+    proxied: true,
+  },
+  {
+    name: "proxy-url to a name the certificate does not have, without tls-server-name: refused",
+    setup: (g, folder) =>
+      simple(
+        g,
+        folder,
+        { token: g.token },
+        { server: `https://api.internal:${g.port}`, "proxy-url": g.proxy.socks5Url },
+      ),
+    fails: /api\.internal/,
+  },
+  {
     name: "HTTPS_PROXY from the environment",
     setup: (g, folder) => simple(g, folder, { token: g.token }, { server: privateServer(g) }),
     env: (g) => ({ HTTPS_PROXY: g.proxy.httpUrl }),
@@ -306,7 +352,9 @@ beforeAll(async () => {
     admin: userOf(plane.kubeconfig),
     alice: userOf(readFileSync(alice.kubeconfigPath, "utf8")),
     token: (minted.body as { status: { token: string } }).status.token,
-    proxy: await startTunnelProxy({ hosts: { "kubernetes.default.svc": "127.0.0.1" } }),
+    proxy: await startTunnelProxy({
+      hosts: { "kubernetes.default.svc": "127.0.0.1", "api.internal": "127.0.0.1" },
+    }),
   };
 });
 afterAll(async () => {
@@ -319,6 +367,11 @@ afterAll(async () => {
     else process.env[name] = value;
   }
 });
+
+/** The server a one-file kubeconfig names. */
+function readConfigServer(path: string): string {
+  return parse(readFileSync(path, "utf8")).clusters[0].cluster.server;
+}
 
 /** kubeloop's client as the kubeconfig's user: the SelfSubjectReview's userInfo, or the error. */
 async function kubeloopWhoami(): Promise<UserInfo> {
@@ -364,7 +417,9 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
       if (row.proxied === true) {
         expect(afterKubectl, "kubectl went through the proxy").toBeGreaterThan(before);
         expect(afterKubeloop, "kubeloop went through the proxy").toBeGreaterThan(afterKubectl);
-        expect(ground.proxy.tunnels.at(-1)).toBe(`kubernetes.default.svc:${ground.port}`);
+        expect(ground.proxy.tunnels.at(-1)).toBe(
+          `${new URL(readConfigServer(kubeconfig)).hostname}:${ground.port}`,
+        );
       }
       if (row.proxied === false) expect(afterKubeloop).toBe(before);
     } finally {
@@ -379,6 +434,42 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
       const user = await kubeloopWhoami();
       expect(user.uid).toBe("1234");
       expect(user.extra).toEqual({ scopes: ["read", "write"], "example.com/team": ["blue"] });
+    } finally {
+      delete process.env.KUBECONFIG;
+    }
+  });
+
+  it("an exec credential the server refuses (401) is fetched again for the next request", async () => {
+    const folder = join(ground.dir, "exec-refused");
+    const runs = write(join(folder, "runs"), "");
+    const tokenFile = write(join(folder, "token"), ground.token);
+    // The first run prints a token the server does not know; later runs the real one.
+    const plugin = write(
+      join(folder, "plugin.sh"),
+      `echo run >> ${runs}\n` +
+        `if [ "$(wc -l < ${runs})" -eq 1 ]; then token=stale; else token=$(cat ${tokenFile}); fi\n` +
+        `printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"\n`,
+    );
+    process.env.KUBECONFIG = simple(ground, folder, {
+      exec: { apiVersion: "client.authentication.k8s.io/v1", command: "sh", args: [plugin] },
+    });
+    try {
+      const client = new Client(await loadConfig());
+      try {
+        const refused = await rejection(client.get(ConfigMap, "kube-root-ca.crt", { namespace: "default" }));
+        expect(refused).toBeInstanceOf(Unauthorized);
+        const user = await client.transport.request({
+          method: "POST",
+          path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+        });
+        expect((user.body as { status: { userInfo: UserInfo } }).status.userInfo.username).toBe(
+          SERVICE_ACCOUNT,
+        );
+        expect(readFileSync(runs, "utf8").trim().split("\n")).toHaveLength(2);
+      } finally {
+        await client.close();
+      }
     } finally {
       delete process.env.KUBECONFIG;
     }

@@ -136,11 +136,14 @@ type Connector = buildConnector.connector;
  * proxy resolves the server's name, so private DNS names work), then TLS to the server with `tls`,
  * verified by the server's name or `servername`, as without a proxy.
  */
-export function proxyConnector(proxy: string, tls: buildConnector.BuildOptions): Connector {
+export function proxyConnector(
+  proxy: string,
+  tls: buildConnector.BuildOptions,
+): { connect: Connector; close(): Promise<void> } {
   const url = new URL(proxy);
   const endpoint = buildConnector({ ...tls, allowH2: false });
-  const open = url.protocol.startsWith("socks") ? socksTunnel(url) : connectTunnel(url);
-  return (options, callback) => {
+  const { open, close } = url.protocol.startsWith("socks") ? socksTunnel(url) : connectTunnel(url);
+  const connect: Connector = (options, callback) => {
     const port = Number(options.port) || (options.protocol === "https:" ? 443 : 80);
     open(options.hostname, port).then(
       (socket) => {
@@ -156,9 +159,13 @@ export function proxyConnector(proxy: string, tls: buildConnector.BuildOptions):
         ),
     );
   };
+  return { connect, close };
 }
 
-type Tunnel = (host: string, port: number) => Promise<Duplex>;
+interface Tunnel {
+  open(host: string, port: number): Promise<Duplex>;
+  close(): Promise<void>;
+}
 
 function connectTunnel(url: URL): Tunnel {
   const headers: Record<string, string> = {};
@@ -168,7 +175,7 @@ function connectTunnel(url: URL): Tunnel {
   }
   // One client per proxy; each CONNECT takes its socket away for the tunnel.
   const client = new Client(url.origin);
-  return async (host, port) => {
+  const open = async (host: string, port: number) => {
     const authority = `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
     const { socket, statusCode } = await client.connect({
       path: authority,
@@ -180,10 +187,11 @@ function connectTunnel(url: URL): Tunnel {
     }
     return socket;
   };
+  return { open, close: () => client.close() };
 }
 
 function socksTunnel(url: URL): Tunnel {
-  return async (host, port) => {
+  const open = async (host: string, port: number) => {
     const { socket } = await SocksClient.createConnection({
       proxy: {
         host: url.hostname.replace(/^\[|\]$/g, ""),
@@ -197,6 +205,7 @@ function socksTunnel(url: URL): Tunnel {
     });
     return socket;
   };
+  return { open, close: async () => {} };
 }
 
 /** The proxy's URL for messages, without its password. */

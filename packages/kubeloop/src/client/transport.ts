@@ -75,18 +75,20 @@ const MAX_RETRY_WAIT_MS = 30_000;
 export class Transport {
   readonly server: string;
   private readonly pool: Pool;
+  private readonly proxy: ReturnType<typeof proxyConnector> | undefined;
   private readonly config: ClusterConfig;
   private readonly options: TransportOptions;
   private readonly bucket: TokenBucket | undefined;
-  private readonly impersonation: Record<string, string | string[]>;
+  private readonly impersonation: Record<string, string | string[]> | undefined;
 
   constructor(config: ClusterConfig, options: TransportOptions = {}) {
     this.config = config;
     this.options = options;
     this.server = config.server;
     const url = new URL(config.server);
+    this.proxy = config.proxy ? proxyConnector(config.proxy, config.tls) : undefined;
     this.pool = new Pool(url.origin, {
-      connect: config.proxy ? proxyConnector(config.proxy, config.tls) : { ...config.tls },
+      connect: this.proxy ? this.proxy.connect : { ...config.tls },
       // Watches hold a connection each for minutes: the pool must not cap them.
       connections: null,
       keepAliveTimeout: 30_000,
@@ -186,6 +188,7 @@ export class Transport {
 
   async close(): Promise<void> {
     await this.pool.destroy();
+    await this.proxy?.close();
   }
 
   /**
@@ -208,10 +211,10 @@ export class Transport {
   }
 
   private async send(request: HttpRequest, timeouts: { headersTimeout: number; bodyTimeout: number }) {
-    const headers: Record<string, string | string[]> = {
-      ...this.impersonation,
-      accept: request.accept ?? "application/json",
-    };
+    const accept = request.accept ?? "application/json";
+    const headers: Record<string, string | string[]> = this.impersonation
+      ? { ...this.impersonation, accept }
+      : { accept };
     const authorization = await this.config.authorization();
     if (authorization) headers.authorization = authorization;
     if (this.options.userAgent) headers["user-agent"] = this.options.userAgent;
@@ -282,8 +285,10 @@ function retryAfterMs(error: ApiError, header: string | string[] | undefined): n
  * The `Impersonate-*` headers, built once. Extra keys are percent-encoded as the API server expects
  * (client-go: `Impersonate-Extra-` + `url.PathEscape(key)`).
  */
-function impersonationHeaders(impersonate: Impersonation | undefined): Record<string, string | string[]> {
-  if (!impersonate) return {};
+function impersonationHeaders(
+  impersonate: Impersonation | undefined,
+): Record<string, string | string[]> | undefined {
+  if (!impersonate) return undefined;
   const headers: Record<string, string | string[]> = { "impersonate-user": impersonate.user };
   if (impersonate.uid) headers["impersonate-uid"] = impersonate.uid;
   if (impersonate.groups?.length) headers["impersonate-group"] = impersonate.groups;
