@@ -16,7 +16,7 @@
  * ```
  */
 export * from "./client.js";
-export { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
+export { type ClusterConfig, type Impersonation, type LoadConfigOptions, loadConfig } from "./config.js";
 export { Discovery, type ResourceInfo } from "./discovery.js";
 export * from "./errors.js";
 export { type ListHead, parseListStream } from "./list-stream.js";

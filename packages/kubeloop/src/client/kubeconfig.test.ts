@@ -35,6 +35,8 @@ interface Ground {
   alice: { cert: string; key: string };
   token: string;
   proxy: TunnelProxy;
+  /** The same, demanding a username and password. */
+  guardedProxy: TunnelProxy;
 }
 
 interface Row {
@@ -294,6 +296,42 @@ const rows: Row[] = [
     fails: /api\.internal/,
   },
   {
+    name: "proxy-url http with a username and password in it",
+    setup: (g, folder) =>
+      simple(
+        g,
+        folder,
+        { token: g.token },
+        { server: privateServer(g), "proxy-url": g.guardedProxy.httpUrl },
+      ),
+    user: SERVICE_ACCOUNT,
+    proxied: true,
+  },
+  {
+    name: "proxy-url socks5 with a username and password in it",
+    setup: (g, folder) =>
+      simple(
+        g,
+        folder,
+        { token: g.token },
+        { server: privateServer(g), "proxy-url": g.guardedProxy.socks5Url },
+      ),
+    user: SERVICE_ACCOUNT,
+    proxied: true,
+  },
+  {
+    name: "proxy-url without the credentials the proxy demands: refused",
+    setup: (g, folder) =>
+      simple(
+        g,
+        folder,
+        { token: g.token },
+        { server: privateServer(g), "proxy-url": `http://127.0.0.1:${g.guardedProxy.port}` },
+      ),
+    fails: /407/,
+    proxied: false,
+  },
+  {
     name: "HTTPS_PROXY from the environment",
     setup: (g, folder) => simple(g, folder, { token: g.token }, { server: privateServer(g) }),
     env: (g) => ({ HTTPS_PROXY: g.proxy.httpUrl }),
@@ -334,6 +372,7 @@ beforeAll(async () => {
     return { cert: pem(user["client-certificate-data"]), key: pem(user["client-key-data"]) };
   };
   const alice = plane.addUser("alice", ["team-a"]);
+  const hosts = { "kubernetes.default.svc": "127.0.0.1", "api.internal": "127.0.0.1" };
   await admin.create({
     apiVersion: "v1",
     kind: "ServiceAccount",
@@ -352,13 +391,13 @@ beforeAll(async () => {
     admin: userOf(plane.kubeconfig),
     alice: userOf(readFileSync(alice.kubeconfigPath, "utf8")),
     token: (minted.body as { status: { token: string } }).status.token,
-    proxy: await startTunnelProxy({
-      hosts: { "kubernetes.default.svc": "127.0.0.1", "api.internal": "127.0.0.1" },
-    }),
+    proxy: await startTunnelProxy({ hosts }),
+    guardedProxy: await startTunnelProxy({ hosts, auth: { username: "ops", password: "s3cret:/@" } }),
   };
 });
 afterAll(async () => {
   await ground?.proxy.close();
+  await ground?.guardedProxy.close();
   if (ground) rmSync(ground.dir, { recursive: true, force: true });
   await admin?.close();
   await plane?.stop();
@@ -394,7 +433,9 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
     const kubeconfig = row.setup(ground, folder);
     const env = row.env?.(ground) ?? {};
     Object.assign(process.env, env, { KUBECONFIG: kubeconfig });
-    const tunnels = () => ground.proxy.tunnels.length;
+    const proxies = [ground.proxy, ground.guardedProxy];
+    const tunnels = () => proxies.reduce((sum, proxy) => sum + proxy.tunnels.length, 0);
+    const opened = proxies.map((proxy) => proxy.tunnels.length);
     try {
       const before = tunnels();
       const viaKubectl = await kubectl(["auth", "whoami", "-o", "json"], { kubeconfig });
@@ -417,8 +458,9 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
       if (row.proxied === true) {
         expect(afterKubectl, "kubectl went through the proxy").toBeGreaterThan(before);
         expect(afterKubeloop, "kubeloop went through the proxy").toBeGreaterThan(afterKubectl);
-        expect(ground.proxy.tunnels.at(-1)).toBe(
-          `${new URL(readConfigServer(kubeconfig)).hostname}:${ground.port}`,
+        const destinations = proxies.flatMap((proxy, i) => proxy.tunnels.slice(opened[i]));
+        expect(new Set(destinations)).toEqual(
+          new Set([`${new URL(readConfigServer(kubeconfig)).hostname}:${ground.port}`]),
         );
       }
       if (row.proxied === false) expect(afterKubeloop).toBe(before);

@@ -26,6 +26,8 @@ export interface TunnelProxy {
   readonly socks5Url: string;
   /** Every tunnel opened, as the `host:port` the client asked for, in order. */
   readonly tunnels: string[];
+  /** Tunnels refused for missing or wrong credentials. */
+  readonly refused: number;
   /** Bytes carried through tunnels, both directions. */
   readonly bytes: number;
   /** Stops listening and cuts every tunnel. */
@@ -35,12 +37,24 @@ export interface TunnelProxy {
 export interface TunnelProxyOptions {
   /** Names the proxy resolves itself, e.g. `{ "api.internal": "127.0.0.1" }`. */
   hosts?: Record<string, string>;
+  /**
+   * Credentials the proxy demands: `Proxy-Authorization: Basic …` for CONNECT (else 407), SOCKS5
+   * username/password (RFC 1929). The URLs then carry them (`http://user:password@127.0.0.1:…`).
+   */
+  auth?: { username: string; password: string };
 }
 
 export async function startTunnelProxy(options: TunnelProxyOptions = {}): Promise<TunnelProxy> {
   const sockets = new Set<Socket>();
   const tunnels: string[] = [];
   let bytes = 0;
+  let refused = 0;
+  const auth = options.auth;
+  const allowed = (username: string, password: string) => {
+    const ok = !auth || (username === auth.username && password === auth.password);
+    if (!ok) refused++;
+    return ok;
+  };
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -66,10 +80,10 @@ export async function startTunnelProxy(options: TunnelProxyOptions = {}): Promis
     track(client);
     try {
       const first = await take(client, 1);
-      if (first[0] === 5) await socks5(client, dial, join);
+      if (first[0] === 5) await socks5(client, dial, join, auth ? allowed : undefined);
       else {
         client.unshift(first);
-        await httpConnect(client, dial, join);
+        await httpConnect(client, dial, join, auth ? allowed : undefined);
       }
     } catch {
       client.destroy();
@@ -78,13 +92,17 @@ export async function startTunnelProxy(options: TunnelProxyOptions = {}): Promis
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const port = (server.address() as { port: number }).port;
+  const userinfo = auth ? `${encodeURIComponent(auth.username)}:${encodeURIComponent(auth.password)}@` : "";
   return {
     port,
-    httpUrl: `http://127.0.0.1:${port}`,
-    socks5Url: `socks5://127.0.0.1:${port}`,
+    httpUrl: `http://${userinfo}127.0.0.1:${port}`,
+    socks5Url: `socks5://${userinfo}127.0.0.1:${port}`,
     tunnels,
     get bytes() {
       return bytes;
+    },
+    get refused() {
+      return refused;
     },
     close: async () => {
       const closed = new Promise((resolve) => server.close(resolve));
@@ -96,18 +114,32 @@ export async function startTunnelProxy(options: TunnelProxyOptions = {}): Promis
 
 type Dial = (host: string, port: number) => Promise<Socket>;
 type Join = (client: Socket, upstream: Socket, destination: string) => void;
+type Check = (username: string, password: string) => boolean;
 
 /** `CONNECT host:port HTTP/1.1` … a blank line; answers 200 and joins the two sockets. */
-async function httpConnect(client: Socket, dial: Dial, join: Join): Promise<void> {
+async function httpConnect(client: Socket, dial: Dial, join: Join, check?: Check): Promise<void> {
   let head = Buffer.alloc(0);
   while (!head.includes("\r\n\r\n")) head = Buffer.concat([head, await take(client)]);
   const end = head.indexOf("\r\n\r\n") + 4;
   if (end < head.length) client.unshift(head.subarray(end));
-  const [method, target = ""] = head.subarray(0, end).toString("latin1").split(" ");
+  const text = head.subarray(0, end).toString("latin1");
+  const [method, target = ""] = text.split(" ");
   const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(target);
   if (method !== "CONNECT" || !match) {
     client.end("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
     return;
+  }
+  if (check) {
+    const basic = /^proxy-authorization:\s*basic\s+(\S+)\s*$/im.exec(text)?.[1];
+    const [username = "", ...rest] = Buffer.from(basic ?? "", "base64")
+      .toString("utf8")
+      .split(":");
+    if (!basic || !check(username, rest.join(":"))) {
+      client.end(
+        'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n',
+      );
+      return;
+    }
   }
   const upstream = await dial(match[1] as string, Number(match[2])).catch(() => undefined);
   if (!upstream) {
@@ -118,11 +150,27 @@ async function httpConnect(client: Socket, dial: Dial, join: Join): Promise<void
   join(client, upstream, target);
 }
 
-/** RFC 1928, CONNECT only, no authentication; the version byte is already read. */
-async function socks5(client: Socket, dial: Dial, join: Join): Promise<void> {
-  const [methods = 0] = await take(client, 1);
-  await take(client, methods);
-  client.write(Buffer.from([5, 0]));
+/** RFC 1928, CONNECT only; no authentication or RFC 1929's username/password. The version byte is read. */
+async function socks5(client: Socket, dial: Dial, join: Join, check?: Check): Promise<void> {
+  const [count = 0] = await take(client, 1);
+  const methods = [...(await take(client, count))];
+  const method = check ? 2 : 0;
+  if (!methods.includes(method)) {
+    client.end(Buffer.from([5, 0xff])); // no acceptable method
+    return;
+  }
+  client.write(Buffer.from([5, method]));
+  if (check) {
+    await take(client, 1); // the sub-negotiation's version
+    const username = (await take(client, (await take(client, 1))[0] as number)).toString("utf8");
+    const password = (await take(client, (await take(client, 1))[0] as number)).toString("utf8");
+    const ok = check(username, password);
+    client.write(Buffer.from([1, ok ? 0 : 1]));
+    if (!ok) {
+      client.end();
+      return;
+    }
+  }
   const [, command, , type] = await take(client, 4);
   let host: string;
   if (type === 1) host = [...(await take(client, 4))].join(".");
