@@ -9,7 +9,7 @@ import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { controller } from "../controller/builder.js";
 import { rbacRoles } from "../controller/rbac.js";
-import { ConfigMap, Secret } from "../k8s/index.js";
+import { ConfigMap, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { Manager, watchNamespaces } from "./manager.js";
@@ -223,6 +223,50 @@ describe("Manager watching some namespaces", () => {
       true,
     );
     expect(warned.some((l) => l.namespace === "team-a" || l.namespace === "team-b")).toBe(false);
+  });
+});
+
+describe("A controller's own namespaces", () => {
+  it("watch namespaced types per namespace and cluster-scoped ones cluster-wide; a mapping to an unwatched namespace is dropped", async () => {
+    const reconciled: string[] = [];
+    const labeller = controller(ConfigMap)
+      .named("labeller")
+      .inNamespaces(WATCHED)
+      // A Namespace's change concerns the ConfigMap "settings" in it.
+      .watches(Namespace, (ns) => ({ namespace: ns.metadata?.name, name: "settings" }))
+      .reconcile((_cm, ctx) => {
+        reconciled.push(ctx.key);
+      });
+    const manager = new Manager({
+      client: admin,
+      logger: pino({ level: "silent" }),
+      probes: false,
+      metrics: false,
+      handleSignals: false,
+    });
+    manager.add(labeller);
+    const running = manager.start();
+    await manager.ready;
+    expect(manager.namespaces).toBeUndefined(); // the controller's set, not the manager's
+    const scopes = manager.registry.informers.map((i) => `${i.type.kind}/${i.namespace ?? "*"}`).sort();
+    expect(scopes).toEqual(["ConfigMap/team-a", "ConfigMap/team-b", "Namespace/*"]);
+    await until(
+      () => reconciled.includes("team-a/settings") && reconciled.includes("team-b/settings"),
+      10_000,
+      "the initial reconciles",
+    );
+    const before = reconciled.filter((key) => key === "team-a/settings").length;
+    for (const name of ["team-c", "team-a"]) {
+      await admin.patch(Namespace, name, { metadata: { labels: { touched: "yes" } } });
+    }
+    await until(
+      () => reconciled.filter((key) => key === "team-a/settings").length > before,
+      10_000,
+      "team-a's Namespace change to reconcile team-a/settings",
+    );
+    await manager.stop();
+    await running;
+    expect(reconciled).not.toContain("team-c/settings");
   });
 });
 
