@@ -8,6 +8,8 @@ export type NginxObject = ObjectOf<typeof Nginx>;
 const MANAGED_BY = "app.kubernetes.io/managed-by";
 const INSTANCE = "app.kubernetes.io/instance";
 export const OPERATOR_NAME = "nginx-operator";
+/** Where the image serves: unprivileged images listen above 1024 (see resources.ts). */
+const HTTP_PORT = 8080;
 
 function podLabels(nginx: NginxObject): Record<string, string> {
   return {
@@ -28,13 +30,17 @@ function deploymentFor(nginx: NginxObject) {
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
+        // Pod Security `restricted`, which hardened clusters enforce on every namespace: no root, no
+        // privilege escalation, no capabilities, the runtime's default seccomp profile.
         spec: {
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
             {
               name: "nginx",
               image: nginx.spec.image,
-              ports: [{ name: "http", containerPort: 80 }],
+              ports: [{ name: "http", containerPort: HTTP_PORT }],
               readinessProbe: { httpGet: { path: "/", port: "http" } },
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
             },
           ],
         },

@@ -1,10 +1,16 @@
 import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
 import Type, { type TInteger } from "typebox";
 
+/**
+ * The default runs as an unprivileged user on port 8080, so its pods pass Pod Security `restricted`
+ * (enforced on hardened clusters and on OpenShift); the official `nginx` image runs as root, which
+ * the kubelet refuses under `runAsNonRoot`.
+ */
 const image = Type.String({
-  default: "nginx:1.27",
+  default: "nginxinc/nginx-unprivileged:1.27",
   minLength: 1,
-  description: "The container image. The operator's admission webhook allows only its configured registries.",
+  description:
+    "The container image: it must run as a non-root user and serve HTTP on port 8080. The operator's admission webhook allows only its configured registries.",
 });
 
 const status = Type.Object(

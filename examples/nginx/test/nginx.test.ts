@@ -51,7 +51,9 @@ function localObjects(file: string): object[] {
 
 beforeAll(async () => {
   serving = await localWebhookServing();
-  plane = await new ControlPlane({ profile: "cluster", nodes: 2 }).start();
+  // Hardened as OpenShift and CIS-benchmarked clusters are (see hardened.test.ts): what a user does
+  // here must also work there.
+  plane = await new ControlPlane({ profile: "cluster", nodes: 2, hardened: true }).start();
   await plane.installCrdObjects(localObjects("config/crd/nginxes.proxy.example.com.yaml") as CrdObject[]);
 });
 afterAll(async () => {
@@ -100,7 +102,7 @@ describe("nginx operator", () => {
     expect(table.stdout).toMatch(/NAME\s+REPLICAS\s+RUNNING\s+READY\s+AGE\nweb\s+3\s+3\s+True/);
     // The defaulting webhook wrote the image as the runtime pulls it.
     expect(await jsonpath(["-n", "web", "get", "nginx", "web"], "{.spec.image}")).toBe(
-      "docker.io/library/nginx:1.27",
+      "docker.io/nginxinc/nginx-unprivileged:1.27",
     );
     expect(
       await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.ownerReferences[0].kind}"),

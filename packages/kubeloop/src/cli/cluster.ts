@@ -17,13 +17,17 @@ import { CliError } from "./errors.js";
  */
 
 const USAGE = `Usage:
-  kubeloop cluster start  [--profile apiserver|cluster] [--nodes N] [--dir DIR]
+  kubeloop cluster start  [--profile apiserver|cluster] [--hardened] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop   [--dir DIR]
-  kubeloop cluster run    [--profile …] [--nodes N] [--dir DIR]   (in the foreground, until Ctrl-C)
+  kubeloop cluster run    [--profile …] [--hardened] [--nodes N] [--dir DIR]   (in the foreground, until Ctrl-C)
 
   --profile  apiserver: etcd + kube-apiserver (default)
              cluster:   also controller manager, scheduler and kwok fake nodes (Pods run)
+  --hardened with either profile, the API server of a hardened cluster (OpenShift, CIS):
+             owner-reference permission enforcement, Pod Security restricted on every
+             namespace, AlwaysPullImages, NodeRestriction, EventRateLimit, no anonymous
+             access, an audit log in the logs folder
   --nodes    fake nodes in the cluster profile (default 1)
   --dir      the cluster's folder (default .kubeloop/cluster)`;
 
@@ -37,9 +41,13 @@ export interface ClusterState {
   phase: "starting" | "ready" | "failed" | "stopping";
   pid: number;
   profile: Profile;
+  /** Started with `--hardened` (absent in state files of older versions: false). */
+  hardened?: boolean;
   nodes: number;
   server?: string;
   kubeconfig?: string;
+  /** The API server's audit log, in a hardened plane. */
+  auditLog?: string;
   components?: { name: string; pid: number | undefined; logPath: string }[];
   error?: string;
   startedAt: string;
@@ -48,6 +56,7 @@ export interface ClusterState {
 interface ClusterFlags {
   dir: string;
   profile: Profile;
+  hardened: boolean;
   nodes: number;
 }
 
@@ -57,6 +66,7 @@ export async function clusterCommand(argv: string[]): Promise<number> {
     args: rest,
     options: {
       profile: { type: "string" },
+      hardened: { type: "boolean" },
       nodes: { type: "string" },
       dir: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -74,7 +84,12 @@ export async function clusterCommand(argv: string[]): Promise<number> {
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
     throw new CliError(`--nodes must be a whole number from 0 to 1000, got "${values.nodes}"`);
   }
-  const flags: ClusterFlags = { dir: resolve(values.dir ?? DEFAULT_CLUSTER_DIR), profile, nodes };
+  const flags: ClusterFlags = {
+    dir: resolve(values.dir ?? DEFAULT_CLUSTER_DIR),
+    profile,
+    hardened: values.hardened ?? false,
+    nodes,
+  };
   switch (sub) {
     case "start":
       return start(flags);
@@ -114,6 +129,7 @@ async function start(flags: ClusterFlags): Promise<number> {
     flags.profile,
     "--nodes",
     String(flags.nodes),
+    ...(flags.hardened ? ["--hardened"] : []),
   ];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log, log] });
   let exited: number | null | undefined;
@@ -121,7 +137,7 @@ async function start(flags: ClusterFlags): Promise<number> {
     exited = code;
   });
   child.unref();
-  console.error(`Starting a ${flags.profile} control plane in ${flags.dir} …`);
+  console.error(`Starting a ${describePlane(flags)} control plane in ${flags.dir} …`);
   const deadline = Date.now() + START_WAIT_MS;
   for (;;) {
     const state = readState(flags.dir);
@@ -143,10 +159,16 @@ async function start(flags: ClusterFlags): Promise<number> {
   }
 }
 
+/** `cluster` or `cluster, hardened`. */
+function describePlane(plane: { profile: Profile; hardened?: boolean | undefined }): string {
+  return plane.hardened ? `${plane.profile}, hardened` : plane.profile;
+}
+
 function printReady(state: ClusterState, dir: string): void {
-  console.log(`Control plane (${state.profile}) is running: ${state.server}`);
+  console.log(`Control plane (${describePlane(state)}) is running: ${state.server}`);
   console.log(`kubeconfig: ${state.kubeconfig}`);
   console.log(`logs:       ${join(dir, "logs")}`);
+  if (state.auditLog) console.log(`audit log:  ${state.auditLog}`);
   console.log(`stop with:  kubeloop cluster stop --dir ${dir}`);
   console.log(`export KUBECONFIG=${state.kubeconfig}`);
 }
@@ -162,7 +184,7 @@ async function status(flags: ClusterFlags): Promise<number> {
     return 1;
   }
   console.log(
-    `Cluster in ${flags.dir}: ${state.phase}, profile ${state.profile}, supervisor pid ${state.pid}`,
+    `Cluster in ${flags.dir}: ${state.phase}, profile ${describePlane(state)}, supervisor pid ${state.pid}`,
   );
   if (state.phase !== "ready") return 1;
   console.log(`server:     ${state.server}`);
@@ -224,12 +246,14 @@ async function run(flags: ClusterFlags): Promise<number> {
   const base = {
     pid: process.pid,
     profile: flags.profile,
+    hardened: flags.hardened,
     nodes: flags.nodes,
     startedAt: new Date().toISOString(),
   };
   writeState(flags.dir, { ...base, phase: "starting" });
   const plane = new ControlPlane({
     profile: flags.profile,
+    hardened: flags.hardened,
     nodes: flags.nodes,
     dir: flags.dir,
     handleSignals: false,
@@ -258,6 +282,7 @@ async function run(flags: ClusterFlags): Promise<number> {
     phase: "ready",
     server: plane.server,
     kubeconfig: plane.kubeconfigPath,
+    ...(plane.hardened ? { auditLog: plane.auditLogPath } : {}),
     components: plane.components,
   };
   if (!stopRequested) writeState(flags.dir, ready);
