@@ -51,7 +51,7 @@ kind: Config
 clusters: [{ name: c, cluster: { server: "https://127.0.0.1:6443", certificate-authority-data: ${b64("CA")} } }]
 users:
   - { name: certs, user: { client-certificate-data: ${b64("CERT")}, client-key-data: ${b64("KEY")} } }
-  - { name: file, user: { exec: { apiVersion: client.authentication.k8s.io/v1, command: sh, args: [${plugin}] } } }
+  - { name: file, user: { exec: { apiVersion: client.authentication.k8s.io/v1, command: sh, args: [${plugin}], interactiveMode: Never } } }
 contexts: [{ name: certs, context: { cluster: c, user: certs } }, { name: file, context: { cluster: c, user: file } }]
 current-context: certs
 `;
@@ -172,6 +172,7 @@ describe("loadConfig: every field client-go reads", () => {
       { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "x", interactiveMode: "Always" } },
       /terminal/,
     ],
+    [{}, { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "x" } }, /needs interactiveMode/],
     [
       {},
       { exec: { apiVersion: "client.authentication.k8s.io/v1alpha1", command: "x" } },

@@ -371,7 +371,17 @@ function execConfig(
     throw new ConfigError(
       `${what}: exec apiVersion must be one of ${[...EXEC_API_VERSIONS].join(", ")} (got "${String(apiVersion ?? "")}")`,
     );
-  if (exec.interactiveMode === "Always")
+  const mode = exec.interactiveMode;
+  if (mode === undefined && apiVersion === "client.authentication.k8s.io/v1")
+    throw new ConfigError(
+      `${what}: exec needs interactiveMode with apiVersion client.authentication.k8s.io/v1 (as in client-go); ` +
+        "add `interactiveMode: Never` (or IfAvailable)",
+    );
+  if (mode !== undefined && mode !== "Never" && mode !== "IfAvailable" && mode !== "Always")
+    throw new ConfigError(
+      `${what}: exec interactiveMode must be Never, IfAvailable or Always (got "${String(mode)}")`,
+    );
+  if (mode === "Always")
     throw new ConfigError(
       `${what}: the exec plugin needs a terminal (interactiveMode: Always), which a client library cannot give it; ` +
         "use a plugin mode that runs without one (Never or IfAvailable)",

@@ -493,7 +493,12 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
         `printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"\n`,
     );
     process.env.KUBECONFIG = simple(ground, folder, {
-      exec: { apiVersion: "client.authentication.k8s.io/v1", command: "sh", args: [plugin] },
+      exec: {
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: "sh",
+        args: [plugin],
+        interactiveMode: "Never",
+      },
     });
     try {
       const client = new Client(await loadConfig());
