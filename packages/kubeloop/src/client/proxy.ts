@@ -1,6 +1,5 @@
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
-import { SocksClient } from "socks";
 import { buildConnector, Client } from "undici";
 import { ConfigError, ConnectionError } from "./errors.js";
 
@@ -192,6 +191,8 @@ function connectTunnel(url: URL): Tunnel {
 
 function socksTunnel(url: URL): Tunnel {
   const open = async (host: string, port: number) => {
+    // Loaded only by clients behind a SOCKS proxy.
+    const { SocksClient } = await import("socks");
     const { socket } = await SocksClient.createConnection({
       proxy: {
         host: url.hostname.replace(/^\[|\]$/g, ""),
