@@ -53,7 +53,19 @@ export interface ClusterConfig {
   credentialsRejected?(): void;
 }
 
-/** The `Impersonate-*` headers: act as `user` (the caller needs the `impersonate` verb). */
+/**
+ * The `Impersonate-*` headers: act as `user` (the caller needs the `impersonate` verb).
+ *
+ * @example
+ * ```ts
+ * import { Client } from "kubeloop/client";
+ *
+ * // What may the operator's service account do? Ask as it, like `kubectl --as`.
+ * const asOperator = await Client.connect({
+ *   impersonate: { user: "system:serviceaccount:ops:operator", groups: ["system:serviceaccounts"] },
+ * });
+ * ```
+ */
 export interface Impersonation {
   user: string;
   uid?: string;
