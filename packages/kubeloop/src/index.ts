@@ -44,6 +44,7 @@ export {
   type ReconcileContext,
   type ReconcileResult,
   type Reconciler,
+  RetryableError,
   resourceVersionChanged,
   TerminalError,
   terminal,

@@ -1,5 +1,6 @@
 import { setTimeout as wait } from "node:timers/promises";
 import type { KubeObject, ResourceType } from "../client/types.js";
+import type { Clock } from "../queue/clock.js";
 import {
   Controller,
   type ControllerSpec,
@@ -123,6 +124,17 @@ export class ControllerBuilder<T extends KubeObject> {
         throw new TypeError("permits(…): a rule needs apiGroups, resources and verbs");
     }
     this.spec.permissions.push(...rules);
+    return this;
+  }
+
+  /**
+   * The clock of this controller's queue (`after(…)` delays, retry backoff) and of `ctx.now()`.
+   * Its `now()` must read wall-clock milliseconds (like `Date.now()`): scheduled work compares it
+   * with times kept in status. Default: the system's. Tests pass a `JumpClock` (kubeloop/testing)
+   * to move time forward to a schedule's next slot instead of waiting for it.
+   */
+  clock(clock: Clock): this {
+    this.spec.clock = clock;
     return this;
   }
 

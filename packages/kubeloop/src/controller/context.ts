@@ -61,6 +61,11 @@ export interface ReconcileContext<T extends KubeObject> {
   status(status: Record<string, unknown>, options?: StatusOptions): Promise<T>;
   /** Records an event about the primary (events.k8s.io/v1, aggregated and rate-limited). */
   event(type: "Normal" | "Warning", reason: string, note?: string): void;
+  /**
+   * The current wall-clock time: the controller's clock (`.clock(…)`) when it has one, so tests of
+   * scheduled work move time instead of waiting. Use it, not `new Date()`, for schedules.
+   */
+  now(): Date;
 }
 
 export interface ContextDeps<T extends KubeObject> {
@@ -75,6 +80,8 @@ export interface ContextDeps<T extends KubeObject> {
   signal: AbortSignal;
   expectations: Expectations;
   events: EventSink | undefined;
+  /** Wall-clock time; default the system's. */
+  now?: () => Date;
 }
 
 export function createContext<T extends KubeObject>(deps: ContextDeps<T>): ReconcileContext<T> {
@@ -130,6 +137,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
     event(type, reason, note) {
       deps.events?.event(object, { type, reason, action: "Reconcile", ...(note ? { note } : {}) });
     },
+    now: deps.now ?? (() => new Date()),
   };
 }
 

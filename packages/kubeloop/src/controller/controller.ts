@@ -6,6 +6,7 @@ import type { InformerView } from "../cache/multi-namespace.js";
 import type { InformerRegistry, InformerScope } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
+import type { Clock } from "../queue/clock.js";
 import type { QueueMetrics } from "../queue/metrics.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
@@ -20,7 +21,7 @@ import {
 import { type CacheLookup, Expectations, typeKeyOf } from "./expectations.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
-import { type ReconcileResult, TerminalError } from "./result.js";
+import { type ReconcileResult, RetryableError, TerminalError } from "./result.js";
 
 /**
  * A running controller: informers feed keys into a workqueue; workers take keys, read the latest
@@ -76,6 +77,8 @@ export interface ControllerSpec<T extends KubeObject> {
   namespaces: readonly string[] | undefined;
   /** RBAC rules beyond the declared types' (see `permits`). */
   permissions: PolicyRule[];
+  /** The queue's clock (delays, backoff) and `ctx.now()`'s; see `ControllerBuilder.clock`. */
+  clock?: Clock | undefined;
   reconcile: Reconciler<T>;
 }
 
@@ -131,8 +134,13 @@ export class Controller<T extends KubeObject> {
   private statusSubresource: Promise<boolean> | undefined;
   private readonly primaryGroup: string;
 
+  /** Wall-clock time for reconcilers (`ctx.now()`): the controller's clock when one is set. */
+  private readonly now: () => Date;
+
   constructor(spec: ControllerSpec<T>) {
     this.spec = spec;
+    const clock = spec.clock;
+    this.now = clock ? () => new Date(clock.now()) : () => new Date();
     this.name = spec.name;
     this.primaryGroup = groupOf(spec.primary.apiVersion);
   }
@@ -151,7 +159,10 @@ export class Controller<T extends KubeObject> {
   /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
   prepare(env: ControllerEnvironment): void {
     this.env = env;
-    this.queue = new WorkQueue<string>({ ...(env.metrics ? { metrics: env.metrics.queue } : {}) });
+    this.queue = new WorkQueue<string>({
+      ...(env.metrics ? { metrics: env.metrics.queue } : {}),
+      ...(this.spec.clock ? { clock: this.spec.clock } : {}),
+    });
     env.metrics?.registerQueue?.(this.queue);
     env.metrics?.maxConcurrent(this.spec.concurrency);
     const namespaces = this.spec.namespaces ?? env.namespaces;
@@ -348,6 +359,7 @@ export class Controller<T extends KubeObject> {
           signal: this.abort.signal,
           expectations: this.expectations,
           events: env.events,
+          now: this.now,
         });
         const result = (await this.spec.reconcile(object, context)) ?? undefined;
         if (result instanceof TerminalError) throw result;
@@ -376,7 +388,8 @@ export class Controller<T extends KubeObject> {
           this.observe("error", started);
           const retries = queue.retries(key);
           log.error({ err: error, retries }, "reconcile failed; retrying with backoff");
-          await this.recordFailure(object, "ReconcileError", (error as Error).message ?? String(error), log);
+          const reason = error instanceof RetryableError ? error.reason : "ReconcileError";
+          await this.recordFailure(object, reason, (error as Error).message ?? String(error), log);
         }
       } finally {
         span.end();

@@ -38,3 +38,10 @@ export {
   rbacRules,
 } from "./rbac.js";
 export * from "./result.js";
+export {
+  type CronSchedule,
+  cronSchedule,
+  InvalidSchedule,
+  nextRun,
+  type ScheduleState,
+} from "./schedule.js";

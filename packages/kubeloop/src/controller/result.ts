@@ -39,6 +39,28 @@ export class TerminalError extends Error {
   }
 }
 
+/**
+ * A failure that retrying may fix (a server down, credentials being fixed), with a reason for the
+ * `Ready` condition and the Warning event instead of the generic `ReconcileError`. Thrown, it is
+ * retried with backoff like any error. Its message goes into the event and the condition: never
+ * put a secret in it.
+ *
+ * @example
+ * ```ts
+ * throw new RetryableError(`server ${host}:${port} refused the connection`, { reason: "ServerUnreachable" });
+ * ```
+ */
+export class RetryableError extends Error {
+  override name = "RetryableError";
+  /** A CamelCase reason, e.g. `AuthenticationFailed`. */
+  readonly reason: string;
+
+  constructor(message: string, options: { reason: string; cause?: unknown }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = options.reason;
+  }
+}
+
 /** Wraps an error (or a message) as terminal: no retry until the object changes. */
 export function terminal(error: unknown, reason?: string): TerminalError {
   if (error instanceof TerminalError) return error;

@@ -43,6 +43,7 @@ export {
 } from "./control-plane.js";
 export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
+export { JumpClock } from "./jump-clock.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
 export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";

@@ -1,0 +1,614 @@
+import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import {
+  after,
+  type Condition,
+  controller,
+  done,
+  type ReconcileContext,
+  RetryableError,
+  setCondition,
+} from "kubeloop";
+import type { Client } from "kubeloop/client";
+import { cronSchedule, nextRun, type ReconcileResult } from "kubeloop/controller";
+import { Secret } from "kubeloop/k8s";
+import type { Clock } from "kubeloop/queue";
+import { addFinalizer, isDeleting, removeFinalizer } from "kubeloop/resources";
+import { backupPath, dump, restore, sha256File, type Tools } from "./dumps.ts";
+import {
+  alterDatabase,
+  createDatabase,
+  createExtension,
+  databaseStats,
+  dropDatabase,
+  dropRole,
+  ensureRole,
+  installedExtensions,
+  markDatabase,
+  readDatabase,
+  type ServerAddress,
+  Servers,
+  serverVersion,
+} from "./postgres.ts";
+import { SampleDB, SampleDBBackup, type SampleDBBackupObject, type SampleDBObject } from "./resources.ts";
+
+export const OPERATOR_NAME = "sampledb-operator";
+/** Held by every SampleDB and SampleDBBackup until its cleanup outside the cluster is done. */
+export const FINALIZER = "db.example.com/finalizer";
+/** On backups: the SampleDB they belong to (backups outlive it: they are not owned by it). */
+export const DATABASE_LABEL = "db.example.com/database";
+/** On backups the schedule created: only these are pruned by retention. */
+export const SCHEDULED_LABEL = "db.example.com/scheduled";
+/** How often a Ready database is looked at again: drift (dropped out of band), size, connections. */
+export const DEFAULT_RESYNC_MS = 30_000;
+/** Dumps tried before a backup is marked Failed (each attempt starts over: dumps are not resumable). */
+const BACKUP_ATTEMPTS = 3;
+/** While a database waits on something the operator itself does (a backup), it looks every so often. */
+const WAIT_POLL = "1s";
+
+export interface SampleDBOptions {
+  /** The backup store: a folder (a PVC mount in the cluster). */
+  backupDir: string;
+  /** pg_dump and pg_restore: their folder (default: PATH). */
+  tools?: Tools;
+  /** The wall clock of schedules and the queues' delays (tests pass a JumpClock). */
+  clock?: Clock;
+  /** How often a Ready database is checked again. Default {@link DEFAULT_RESYNC_MS}. */
+  resyncMs?: number;
+}
+
+/** The names a SampleDB stands for. */
+export function namesOf(db: SampleDBObject) {
+  const name = db.metadata.name ?? "";
+  const databaseName = db.spec.databaseName ?? name.replace(/-/g, "_");
+  return {
+    databaseName,
+    owner: db.spec.owner ?? `${databaseName}_owner`,
+    credentialsSecret: `${name}-credentials`,
+  };
+}
+
+/** The SampleDB and SampleDBBackup controllers, sharing one set of server connections. */
+export function sampleDBControllers(options: SampleDBOptions) {
+  const servers = new Servers();
+  const tools = options.tools ?? {};
+  const resyncMs = options.resyncMs ?? DEFAULT_RESYNC_MS;
+  /** Server Secret (namespace/name) → the SampleDBs that use it: a change of the Secret reconciles them. */
+  const users = new Map<string, Set<string>>();
+
+  const databases = controller(SampleDB)
+    .named(OPERATOR_NAME)
+    .watches(Secret, (secret) => {
+      const namespace = secret.metadata?.namespace;
+      const owner = secret.metadata?.ownerReferences?.find((ref) => ref.kind === "SampleDB");
+      const fromIndex = [...(users.get(`${namespace}/${secret.metadata?.name}`) ?? [])].map((name) => ({
+        namespace,
+        name,
+      }));
+      return owner ? [...fromIndex, { namespace, name: owner.name }] : fromIndex;
+    })
+    .watches(SampleDBBackup, (backup) => ({
+      namespace: backup.metadata.namespace,
+      name: backup.spec.database,
+    }));
+  if (options.clock) databases.clock(options.clock);
+
+  const sampleDB = databases.reconcile(async (db, ctx) => {
+    if (ctx.deleted) return done();
+    const secretKey = `${ctx.namespace}/${db.spec.server.secretName}`;
+    if (!users.get(secretKey)?.has(ctx.name))
+      users.set(secretKey, new Set([...(users.get(secretKey) ?? []), ctx.name]));
+    if (isDeleting(db)) return finalize(db, ctx);
+    const live = await addFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
+    return reconcileLive(live, ctx);
+  });
+
+  /** A live SampleDB: the database, its owner and credentials, then backups and the schedule. */
+  async function reconcileLive(
+    db: SampleDBObject,
+    ctx: ReconcileContext<SampleDBObject>,
+  ): Promise<ReconcileResult> {
+    const names = namesOf(db);
+    const uid = db.metadata.uid ?? "";
+    const server = serverOf(db, ctx);
+    const password = credentialsPassword(ctx, names.credentialsSecret);
+    let status = db.status ?? {};
+
+    // 1. The role and the database (created, adopted, restored, or recovered).
+    const state = await servers.with(server, "postgres", async (client) => {
+      const found = await readDatabase(client, names.databaseName);
+      if (found.exists && found.markedBy && found.markedBy !== uid) {
+        throw new RetryableError(
+          `Database "${names.databaseName}" on ${server.host}:${server.port} is managed by another SampleDB (uid ${found.markedBy}); choose another databaseName`,
+          { reason: "AlreadyManaged" },
+        );
+      }
+      await ensureRole(client, names.owner, password);
+      return found;
+    });
+    // The Secret is written once the role has its password: what it holds always works.
+    await ctx.apply(credentialsSecretFor(db, names, server, password));
+
+    const restoring = status.restore?.phase === "Running";
+    const recovering = !state.exists && status.created === true;
+    const wantsRestore = !status.created && db.spec.restoreFrom !== undefined;
+    if (!state.exists || restoring) {
+      let source: string | undefined;
+      let reason: "Requested" | "Recovery" = "Requested";
+      if (restoring) {
+        source = status.restore?.backup;
+        reason = status.restore?.reason === "Recovery" ? "Recovery" : "Requested";
+      } else if (recovering) {
+        source = latestCompletedBackup(db, ctx)?.metadata.name;
+        reason = "Recovery";
+        ctx.event(
+          "Warning",
+          "DatabaseMissing",
+          `Database "${names.databaseName}" is gone from the server; recreating it${source ? ` from backup ${source}` : " empty (no completed backup)"}`,
+        );
+      } else if (wantsRestore) {
+        source = db.spec.restoreFrom?.backup;
+      }
+      if (source) {
+        const backup = ctx.cache.get(SampleDBBackup, source, ctx.namespace);
+        if (backup?.status?.phase !== "Completed" || !backup.status.path) {
+          throw new RetryableError(`Backup "${source}" is not a completed SampleDBBackup in this namespace`, {
+            reason: "BackupNotReady",
+          });
+        }
+        // State first: a restart in the middle finds "Running" and starts the restore over.
+        status =
+          (
+            await ctx.status({
+              phase: reason === "Recovery" ? "Recovering" : "Restoring",
+              restore: { backup: source, phase: "Running", reason, startedAt: ctx.now().toISOString() },
+            })
+          ).status ?? {};
+        await restoreInto(db, server, names, uid, backup);
+        ctx.event(
+          "Normal",
+          reason === "Recovery" ? "Recovered" : "Restored",
+          `Restored from backup ${source}`,
+        );
+        status = (await ctx.status({ restore: { backup: source, phase: "Completed", reason } })).status ?? {};
+      } else {
+        status = (await ctx.status({ phase: "Creating" })).status ?? {};
+        await servers.with(server, "postgres", (client) =>
+          createDatabase(client, names.databaseName, names.owner, db.spec.connectionLimit, uid),
+        );
+        ctx.event("Normal", "Created", `Created database "${names.databaseName}" owned by "${names.owner}"`);
+      }
+    } else if (!state.markedBy) {
+      await servers.with(server, "postgres", (client) => markDatabase(client, names.databaseName, uid));
+      ctx.event(
+        "Normal",
+        "Adopted",
+        `Database "${names.databaseName}" existed; it is now managed by this SampleDB`,
+      );
+    }
+
+    // 2. In-place changes: owner, connection limit, extensions.
+    const current = await servers.with(server, "postgres", (client) =>
+      readDatabase(client, names.databaseName),
+    );
+    const limit = db.spec.connectionLimit;
+    if (current.owner !== names.owner || current.connectionLimit !== limit) {
+      await servers.with(server, "postgres", (client) =>
+        alterDatabase(client, names.databaseName, {
+          ...(current.owner !== names.owner ? { owner: names.owner } : {}),
+          ...(current.connectionLimit !== limit ? { connectionLimit: limit } : {}),
+        }),
+      );
+      ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}`);
+    }
+    const extensions = await servers.with(server, names.databaseName, async (client) => {
+      for (const extension of db.spec.extensions ?? []) await createExtension(client, extension);
+      return installedExtensions(client);
+    });
+    const stats = await servers.with(server, "postgres", (client) =>
+      databaseStats(client, names.databaseName),
+    );
+
+    // 3. Backups: the last one, the schedule, retention.
+    const now = ctx.now();
+    const backups = backupsOf(db, ctx);
+    const last = latestCompletedBackup(db, ctx);
+    const lastAttempt = backups.at(-1);
+    let lastScheduledBackup = status.lastScheduledBackup;
+    let wait: ReconcileResult = after(resyncMs);
+    const schedule = db.spec.backup?.schedule;
+    if (schedule) {
+      const created = db.metadata.creationTimestamp ?? now.toISOString();
+      const state = nextRun(cronSchedule(schedule), { since: created, last: lastScheduledBackup, now });
+      if (state.due) {
+        const name = `${ctx.name}-${compactTime(state.due)}`;
+        await createBackup(ctx.client, db, name, true);
+        ctx.event("Normal", "BackupScheduled", `Backup ${name} for the ${state.due.toISOString()} slot`);
+        lastScheduledBackup = state.due.toISOString();
+      }
+      wait = earlier(wait, state.wait);
+      await prune(ctx, db, backups);
+    }
+
+    let conditions: Condition[] = db.status?.conditions ?? [];
+    const generation = db.metadata.generation;
+    conditions = setCondition(conditions, {
+      type: "Ready",
+      status: "True",
+      reason: "Ready",
+      message: `Database "${names.databaseName}" is ready; credentials in Secret ${names.credentialsSecret}`,
+      observedGeneration: generation,
+    });
+    conditions = setCondition(conditions, {
+      type: "Degraded",
+      status: "False",
+      reason: "AsExpected",
+      message: "",
+      observedGeneration: generation,
+    });
+    const backupFailed = lastAttempt?.status?.phase === "Failed";
+    conditions = setCondition(conditions, {
+      type: "BackupHealthy",
+      status: backupFailed ? "False" : last || !schedule ? "True" : "Unknown",
+      reason: backupFailed
+        ? "BackupFailed"
+        : last
+          ? "BackupCompleted"
+          : schedule
+            ? "NoBackupYet"
+            : "NotScheduled",
+      message: backupFailed
+        ? `Backup ${lastAttempt?.metadata.name} failed: ${lastAttempt?.status?.message ?? ""}`
+        : last
+          ? `Last backup ${last.metadata.name} at ${last.status?.completedAt}`
+          : "",
+      observedGeneration: generation,
+    });
+    const wasReady = db.status?.phase === "Ready";
+    await ctx.status({
+      phase: "Ready",
+      databaseName: names.databaseName,
+      owner: names.owner,
+      credentialsSecret: names.credentialsSecret,
+      created: true,
+      sizeBytes: stats.sizeBytes,
+      connections: stats.connections,
+      peakConnections: Math.max(stats.connections, status.peakConnections ?? 0),
+      connectionLimit: limit,
+      extensions,
+      ...(lastScheduledBackup ? { lastScheduledBackup } : {}),
+      ...(last?.status?.completedAt
+        ? {
+            lastBackup: {
+              name: last.metadata.name ?? "",
+              completedAt: last.status.completedAt,
+              ...(last.status.sizeBytes !== undefined ? { sizeBytes: last.status.sizeBytes } : {}),
+              ...(last.status.durationSeconds !== undefined
+                ? { durationSeconds: last.status.durationSeconds }
+                : {}),
+            },
+          }
+        : {}),
+      conditions,
+    });
+    if (!wasReady) ctx.event("Normal", "Ready", `Database "${names.databaseName}" is ready`);
+    return wait;
+  }
+
+  /** Restores a backup into a fresh database: dropped first if a previous attempt left one half-done. */
+  async function restoreInto(
+    db: SampleDBObject,
+    server: ServerAddress,
+    names: ReturnType<typeof namesOf>,
+    uid: string,
+    backup: SampleDBBackupObject,
+  ): Promise<void> {
+    const path = backup.status?.path ?? "";
+    const sha = await sha256File(path).catch((error: Error) => {
+      throw new RetryableError(`Backup file ${path} cannot be read: ${error.message}`, {
+        reason: "BackupUnreadable",
+      });
+    });
+    if (sha !== backup.status?.sha256) {
+      throw new RetryableError(
+        `Backup file ${path} fails its checksum (sha256 ${sha}, recorded ${backup.status?.sha256})`,
+        {
+          reason: "BackupCorrupt",
+        },
+      );
+    }
+    await servers.with(server, "postgres", async (client) => {
+      await dropDatabase(client, names.databaseName);
+      await createDatabase(client, names.databaseName, names.owner, db.spec.connectionLimit, uid);
+    });
+    await restore(tools, server, names.databaseName, names.owner, path);
+  }
+
+  /** Deletion, by policy, one recorded step at a time; the finalizer goes last. */
+  async function finalize(
+    db: SampleDBObject,
+    ctx: ReconcileContext<SampleDBObject>,
+  ): Promise<ReconcileResult> {
+    if (!db.metadata.finalizers?.includes(FINALIZER)) return done();
+    const names = namesOf(db);
+    const policy = db.spec.deletionPolicy;
+    // Only a database this object created (or restored) is ever dropped: never one it was refused.
+    const owned = db.status?.created === true;
+    let step =
+      db.status?.deletion?.step ??
+      (owned && policy !== "Retain" ? (policy === "Snapshot" ? "Snapshot" : "Drop") : "Done");
+    if (step === "Snapshot") {
+      const name = db.status?.deletion?.backup ?? `${ctx.name}-final-${(db.metadata.uid ?? "").slice(0, 8)}`;
+      const backup = ctx.cache.get(SampleDBBackup, name, ctx.namespace);
+      if (!backup) {
+        await ctx.status({ phase: "Deleting", deletion: { step, backup: name } });
+        await createBackup(ctx.client, db, name, false);
+        ctx.event("Normal", "FinalBackup", `Taking backup ${name} before dropping the database`);
+        return after(WAIT_POLL);
+      }
+      if (backup.status?.phase === "Failed") {
+        throw new RetryableError(
+          `The final backup ${name} failed (${backup.status.message ?? ""}); the database is kept. Delete the backup to try again, or set deletionPolicy: Delete`,
+          { reason: "FinalBackupFailed" },
+        );
+      }
+      if (backup.status?.phase !== "Completed") return after(WAIT_POLL);
+      step = "Drop";
+      await ctx.status({ phase: "Deleting", deletion: { step, backup: name } });
+    }
+    if (step === "Drop") {
+      const server = serverOf(db, ctx);
+      await servers.with(server, "postgres", async (client) => {
+        const found = await readDatabase(client, names.databaseName);
+        if (found.exists && found.markedBy && found.markedBy !== db.metadata.uid) return; // not ours (any more)
+        await dropDatabase(client, names.databaseName);
+        await dropRole(client, names.owner);
+      });
+      ctx.event("Normal", "Dropped", `Dropped database "${names.databaseName}" and role "${names.owner}"`);
+      step = "Done";
+      await ctx.status({
+        phase: "Deleting",
+        deletion: { step, ...(db.status?.deletion?.backup ? { backup: db.status.deletion.backup } : {}) },
+      });
+    }
+    await removeFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
+    users.get(`${ctx.namespace}/${db.spec.server.secretName}`)?.delete(ctx.name);
+    return done();
+  }
+
+  function serverOf(db: SampleDBObject, ctx: ReconcileContext<SampleDBObject>): ServerAddress {
+    const name = db.spec.server.secretName;
+    const secret = ctx.cache.get(Secret, name, ctx.namespace);
+    if (!secret)
+      throw new RetryableError(`Server Secret "${name}" does not exist`, { reason: "ServerSecretMissing" });
+    const data = decode(secret.data);
+    const missing = ["host", "username", "password"].filter((key) => !data[key]);
+    if (missing.length)
+      throw new RetryableError(`Server Secret "${name}" lacks ${missing.join(", ")}`, {
+        reason: "ServerSecretInvalid",
+      });
+    const port = Number(data.port ?? "5432");
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new RetryableError(`Server Secret "${name}" has port "${data.port}", not a port number`, {
+        reason: "ServerSecretInvalid",
+      });
+    return { host: data.host ?? "", port, username: data.username ?? "", password: data.password ?? "" };
+  }
+
+  /**
+   * The owner's password: the one in the credentials Secret (it was written, or is about to be,
+   * with the role's), else a fresh one.
+   */
+  function credentialsPassword(ctx: ReconcileContext<SampleDBObject>, secretName: string): string {
+    const existing = ctx.cache.get(Secret, secretName, ctx.namespace);
+    const current = decode(existing?.data).password;
+    return current ?? generatePassword();
+  }
+
+  function backupsOf(db: SampleDBObject, ctx: ReconcileContext<SampleDBObject>): SampleDBBackupObject[] {
+    return ctx.cache
+      .list(SampleDBBackup, {
+        namespace: ctx.namespace ?? "",
+        labels: { [DATABASE_LABEL]: db.metadata.name ?? "" },
+      })
+      .filter((backup) => !backup.metadata.deletionTimestamp)
+      .sort(
+        (a, b) =>
+          (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
+          (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""),
+      );
+  }
+
+  function latestCompletedBackup(db: SampleDBObject, ctx: ReconcileContext<SampleDBObject>) {
+    return backupsOf(db, ctx)
+      .filter((backup) => backup.status?.phase === "Completed")
+      .sort((a, b) => (a.status?.completedAt ?? "").localeCompare(b.status?.completedAt ?? ""))
+      .at(-1);
+  }
+
+  /** Keeps the newest `keep` completed scheduled backups; deletes the older ones (their files go too). */
+  async function prune(
+    ctx: ReconcileContext<SampleDBObject>,
+    db: SampleDBObject,
+    backups: SampleDBBackupObject[],
+  ) {
+    const keep = db.spec.backup?.keep ?? 7;
+    const scheduled = backups.filter(
+      (backup) =>
+        backup.metadata.labels?.[SCHEDULED_LABEL] === "true" && backup.status?.phase === "Completed",
+    );
+    for (const old of scheduled.slice(0, Math.max(0, scheduled.length - keep))) {
+      await ctx.client
+        .delete(SampleDBBackup, old.metadata.name ?? "", { namespace: ctx.namespace ?? "" })
+        .catch(() => {});
+      ctx.event("Normal", "BackupPruned", `Deleted backup ${old.metadata.name} (keeping ${keep})`);
+    }
+  }
+
+  const backupController = controller(SampleDBBackup)
+    .named(`${OPERATOR_NAME}-backup`)
+    .watches(SampleDB, () => undefined)
+    .watches(Secret, () => undefined);
+  if (options.clock) backupController.clock(options.clock);
+
+  const sampleDBBackup = backupController.reconcile(async (backup, ctx) => {
+    if (ctx.deleted) return done();
+    const path = backupPath(options.backupDir, ctx.namespace ?? "", ctx.name);
+    if (isDeleting(backup)) {
+      if (!backup.metadata.finalizers?.includes(FINALIZER)) return done();
+      await rm(path, { force: true });
+      await rm(`${path}.partial`, { force: true });
+      await removeFinalizer(ctx.client, backup, FINALIZER, { fieldManager: OPERATOR_NAME });
+      return done();
+    }
+    const live = await addFinalizer(ctx.client, backup, FINALIZER, { fieldManager: OPERATOR_NAME });
+    const phase = live.status?.phase;
+    if (phase === "Completed" || phase === "Failed") return done();
+    const db = ctx.cache.get(SampleDB, live.spec.database, ctx.namespace);
+    if (!db) {
+      await ctx.status({ phase: "Failed", message: `SampleDB "${live.spec.database}" does not exist` });
+      ctx.event("Warning", "BackupFailed", `SampleDB "${live.spec.database}" does not exist`);
+      return done();
+    }
+    if (!db.status?.created || db.status.restore?.phase === "Running") {
+      if (phase !== "Pending")
+        await ctx.status({ phase: "Pending", message: "Waiting for the database to be ready" });
+      return after(WAIT_POLL);
+    }
+    const attempts = (live.status?.attempts ?? 0) + 1;
+    if (attempts > BACKUP_ATTEMPTS) {
+      await ctx.status({ phase: "Failed" });
+      ctx.event(
+        "Warning",
+        "BackupFailed",
+        `Gave up after ${BACKUP_ATTEMPTS} attempts: ${live.status?.message ?? ""}`,
+      );
+      return done();
+    }
+    const names = namesOf(db);
+    const started = ctx.now();
+    // State first: a restart finds "Running" with the attempt counted, and dumps again.
+    await ctx.status({
+      phase: "Running",
+      path,
+      databaseName: names.databaseName,
+      startedAt: started.toISOString(),
+      attempts,
+    });
+    const secret = ctx.cache.get(Secret, db.spec.server.secretName, ctx.namespace);
+    const data = decode(secret?.data);
+    const server: ServerAddress = {
+      host: data.host ?? "",
+      port: Number(data.port ?? "5432"),
+      username: data.username ?? "",
+      password: data.password ?? "",
+    };
+    try {
+      const version = await servers.with(server, "postgres", serverVersion);
+      const begun = performance.now();
+      const { sizeBytes, sha256 } = await dump(tools, server, names.databaseName, path);
+      const durationSeconds = Math.round((performance.now() - begun) / 10) / 100;
+      await ctx.status({
+        phase: "Completed",
+        sizeBytes,
+        sha256,
+        durationSeconds,
+        postgresVersion: version,
+        completedAt: ctx.now().toISOString(),
+        message: "",
+      });
+      ctx.event(
+        "Normal",
+        "BackupCompleted",
+        `${sizeBytes} bytes in ${durationSeconds}s, sha256 ${sha256.slice(0, 12)}…`,
+      );
+      return done();
+    } catch (error) {
+      await ctx.status({ message: (error as Error).message });
+      throw error;
+    }
+  });
+
+  return {
+    sampleDB,
+    sampleDBBackup,
+    /** Ends the server connections (after the manager stopped). */
+    close: () => servers.close(),
+  };
+}
+
+/** Creates a SampleDBBackup (idempotent: an existing one of that name is left as it is). */
+async function createBackup(
+  client: Client,
+  db: SampleDBObject,
+  name: string,
+  scheduled: boolean,
+): Promise<void> {
+  try {
+    await client.create({
+      apiVersion: SampleDBBackup.apiVersion,
+      kind: SampleDBBackup.kind,
+      metadata: {
+        name,
+        namespace: db.metadata.namespace ?? "",
+        labels: {
+          [DATABASE_LABEL]: db.metadata.name ?? "",
+          ...(scheduled ? { [SCHEDULED_LABEL]: "true" } : {}),
+        },
+      },
+      spec: { database: db.metadata.name ?? "" },
+    } as SampleDBBackupObject);
+  } catch (error) {
+    if ((error as { name?: string }).name !== "AlreadyExists") throw error;
+  }
+}
+
+function credentialsSecretFor(
+  db: SampleDBObject,
+  names: ReturnType<typeof namesOf>,
+  server: ServerAddress,
+  password: string,
+) {
+  const uri = `postgresql://${encodeURIComponent(names.owner)}:${encodeURIComponent(password)}@${server.host}:${server.port}/${encodeURIComponent(names.databaseName)}`;
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: names.credentialsSecret,
+      namespace: db.metadata.namespace ?? "",
+      labels: { "app.kubernetes.io/managed-by": OPERATOR_NAME, [DATABASE_LABEL]: db.metadata.name ?? "" },
+    },
+    type: "Opaque",
+    stringData: {
+      host: server.host,
+      port: String(server.port),
+      database: names.databaseName,
+      username: names.owner,
+      password,
+      uri,
+    },
+  };
+}
+
+function decode(data: Record<string, string> | undefined): Record<string, string | undefined> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(data ?? {}))
+    out[key] = Buffer.from(value, "base64").toString("utf8");
+  return out;
+}
+
+/** 32 characters from 24 random bytes (base64url: no quoting trouble in URIs or shells). */
+export function generatePassword(): string {
+  return randomBytes(24).toString("base64url");
+}
+
+/** `2030-01-01T03:00:00Z` → `20300101-0300`: backup names sort by their slot. */
+function compactTime(time: Date): string {
+  const iso = time.toISOString();
+  return `${iso.slice(0, 10).replace(/-/g, "")}-${iso.slice(11, 16).replace(":", "")}`;
+}
+
+function earlier(a: ReconcileResult, b: ReconcileResult): ReconcileResult {
+  const ms = (r: ReconcileResult) => (r.kind === "after" ? r.delayMs : Number.POSITIVE_INFINITY);
+  return ms(a) <= ms(b) ? a : b;
+}
