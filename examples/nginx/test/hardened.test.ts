@@ -165,6 +165,26 @@ describe("nginx operator on a hardened cluster, as its ServiceAccount with the g
     expect(writes.every((r) => (r.responseStatus?.code ?? 0) < 300)).toBe(true);
   });
 
+  it("installs its generated manager Deployment, whose pods pass Pod Security restricted", async () => {
+    const applied = await k(["apply", "-f", join(root, "config/manager/deployment.yaml")]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stderr).not.toContain("PodSecurity");
+    // The ReplicaSet's pods exist only if admission let them in.
+    await until(
+      async () =>
+        (
+          await jsonpath(
+            ["-n", NAMESPACE, "get", "pods", "-l", "app.kubernetes.io/name=nginx-operator"],
+            "{.items[*].metadata.name}",
+          )
+        )
+          .split(" ")
+          .filter(Boolean).length === 2,
+      30_000,
+      "the manager's 2 pods",
+    );
+  });
+
   it("without update on nginxes/finalizers is refused the Deployment, and says why in Ready", async () => {
     // The failure this grant prevents, reproduced: take the rule away from the running operator.
     const role = JSON.parse((await k(["get", "clusterrole", "nginx-operator", "-o", "json"])).stdout) as {
