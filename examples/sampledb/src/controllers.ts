@@ -407,11 +407,8 @@ export function sampleDBControllers(options: SampleDBOptions) {
 
   function backupsOf(db: SampleDBObject, ctx: ReconcileContext<SampleDBObject>): SampleDBBackupObject[] {
     return ctx.cache
-      .list(SampleDBBackup, {
-        namespace: ctx.namespace ?? "",
-        labels: { [DATABASE_LABEL]: db.metadata.name ?? "" },
-      })
-      .filter((backup) => !backup.metadata.deletionTimestamp)
+      .list(SampleDBBackup, { namespace: ctx.namespace ?? "" })
+      .filter((backup) => backup.spec.database === db.metadata.name && !backup.metadata.deletionTimestamp)
       .sort(
         (a, b) =>
           (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||

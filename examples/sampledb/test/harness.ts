@@ -30,7 +30,9 @@ export class World {
   }
 
   /** Starts the operator in this process. */
-  async startOperator(options: Partial<SampleDBOptions> & { clock?: Clock } = {}): Promise<Manager> {
+  async startOperator(
+    options: Partial<SampleDBOptions> & { clock?: Clock; backups?: boolean } = {},
+  ): Promise<Manager> {
     await this.stopOperator();
     process.env.LOG_LEVEL ??= "warn"; // the operator's info lines would drown the test output
     const operator = sampleDBControllers({
@@ -45,7 +47,9 @@ export class World {
       handleSignals: false,
       gracefulShutdownMs: 2_000,
     });
-    manager.add(operator.sampleDB).add(operator.sampleDBBackup);
+    manager.add(operator.sampleDB);
+    // Without the backup controller, backups stay as they are: a test's way to stop mid-way.
+    if (options.backups !== false) manager.add(operator.sampleDBBackup);
     // start() runs until stop(); `ready` resolves once the caches synced and the controllers run.
     const running = manager.start();
     await Promise.race([manager.ready, running]);
