@@ -14,6 +14,7 @@ import { cronSchedule, nextRun, type ReconcileResult } from "kubeloop/controller
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
 import { addFinalizer, isDeleting, removeFinalizer } from "kubeloop/resources";
+import pg from "pg";
 import { backupPath, dump, restore, sha256File, type Tools } from "./dumps.ts";
 import {
   alterDatabase,
@@ -187,11 +188,16 @@ export function sampleDBControllers(options: SampleDBOptions) {
       );
     }
 
-    // 2. In-place changes: owner, connection limit, extensions.
+    // 2. In-place changes: owner, connection limit (fixed, or following the observed peak), extensions.
+    const now = ctx.now();
+    const stats = await servers.with(server, "postgres", (client) =>
+      databaseStats(client, names.databaseName),
+    );
+    const peak = peakOf(status, stats.connections, now);
+    const limit = connectionLimitFor(db, peak.peakConnections);
     const current = await servers.with(server, "postgres", (client) =>
       readDatabase(client, names.databaseName),
     );
-    const limit = db.spec.connectionLimit;
     if (current.owner !== names.owner || current.connectionLimit !== limit) {
       await servers.with(server, "postgres", (client) =>
         alterDatabase(client, names.databaseName, {
@@ -199,18 +205,15 @@ export function sampleDBControllers(options: SampleDBOptions) {
           ...(current.connectionLimit !== limit ? { connectionLimit: limit } : {}),
         }),
       );
-      ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}`);
+      const why = db.spec.autoConnectionLimit ? ` (peak ${peak.peakConnections} connections)` : "";
+      ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}${why}`);
     }
     const extensions = await servers.with(server, names.databaseName, async (client) => {
       for (const extension of db.spec.extensions ?? []) await createExtension(client, extension);
       return installedExtensions(client);
     });
-    const stats = await servers.with(server, "postgres", (client) =>
-      databaseStats(client, names.databaseName),
-    );
 
-    // 3. Backups: the last one, the schedule, retention.
-    const now = ctx.now();
+    // 3. Backups: the last one, the schedule, retention, verification.
     const backups = backupsOf(db, ctx);
     const last = latestCompletedBackup(db, ctx);
     const lastAttempt = backups.at(-1);
@@ -228,6 +231,20 @@ export function sampleDBControllers(options: SampleDBOptions) {
       }
       wait = earlier(wait, state.wait);
       await prune(ctx, db, backups);
+    }
+    let lastVerification = status.lastVerification;
+    const verifySchedule = db.spec.backup?.verifySchedule;
+    if (verifySchedule) {
+      const created = db.metadata.creationTimestamp ?? now.toISOString();
+      const state = nextRun(cronSchedule(verifySchedule), {
+        since: created,
+        last: lastVerification?.slot,
+        now,
+      });
+      if (state.due && last) {
+        lastVerification = await verify(db, server, last, state.due, ctx);
+      }
+      wait = earlier(wait, state.wait);
     }
 
     let conditions: Condition[] = db.status?.conditions ?? [];
@@ -247,21 +264,27 @@ export function sampleDBControllers(options: SampleDBOptions) {
       observedGeneration: generation,
     });
     const backupFailed = lastAttempt?.status?.phase === "Failed";
+    const verificationFailed =
+      lastVerification?.result === "Failed" && lastVerification.backup === last?.metadata.name;
     conditions = setCondition(conditions, {
       type: "BackupHealthy",
-      status: backupFailed ? "False" : last || !schedule ? "True" : "Unknown",
+      status: backupFailed || verificationFailed ? "False" : last || !schedule ? "True" : "Unknown",
       reason: backupFailed
         ? "BackupFailed"
-        : last
-          ? "BackupCompleted"
-          : schedule
-            ? "NoBackupYet"
-            : "NotScheduled",
+        : verificationFailed
+          ? "VerificationFailed"
+          : last
+            ? "BackupCompleted"
+            : schedule
+              ? "NoBackupYet"
+              : "NotScheduled",
       message: backupFailed
         ? `Backup ${lastAttempt?.metadata.name} failed: ${lastAttempt?.status?.message ?? ""}`
-        : last
-          ? `Last backup ${last.metadata.name} at ${last.status?.completedAt}`
-          : "",
+        : verificationFailed
+          ? `Backup ${lastVerification?.backup} failed its verification: ${lastVerification?.message ?? ""}`
+          : last
+            ? `Last backup ${last.metadata.name} at ${last.status?.completedAt}`
+            : "",
       observedGeneration: generation,
     });
     const wasReady = db.status?.phase === "Ready";
@@ -273,8 +296,9 @@ export function sampleDBControllers(options: SampleDBOptions) {
       created: true,
       sizeBytes: stats.sizeBytes,
       connections: stats.connections,
-      peakConnections: Math.max(stats.connections, status.peakConnections ?? 0),
+      ...peak,
       connectionLimit: limit,
+      ...(lastVerification ? { lastVerification } : {}),
       extensions,
       ...(lastScheduledBackup ? { lastScheduledBackup } : {}),
       ...(last?.status?.completedAt
@@ -295,6 +319,38 @@ export function sampleDBControllers(options: SampleDBOptions) {
     return wait;
   }
 
+  /**
+   * Verifies a backup the only way that proves it: its checksum, then a restore into a scratch
+   * database (dropped afterwards, whatever happened). The result goes to status and, when it
+   * fails, a Warning event; the BackupHealthy condition shows it.
+   */
+  async function verify(
+    db: SampleDBObject,
+    server: ServerAddress,
+    backup: SampleDBBackupObject,
+    slot: Date,
+    ctx: ReconcileContext<SampleDBObject>,
+  ) {
+    const scratch = `sampledb_verify_${(db.metadata.uid ?? "").replace(/-/g, "").slice(0, 12)}`;
+    const name = backup.metadata.name ?? "";
+    let message = "";
+    try {
+      await checkChecksum(backup);
+      await servers.with(server, "postgres", async (client) => {
+        await dropDatabase(client, scratch);
+        await client.query(`create database ${pg.escapeIdentifier(scratch)}`);
+      });
+      await restore(tools, server, scratch, server.username, backup.status?.path ?? "");
+    } catch (error) {
+      message = (error as Error).message;
+    } finally {
+      await servers.with(server, "postgres", (client) => dropDatabase(client, scratch)).catch(() => {});
+    }
+    if (message) ctx.event("Warning", "VerificationFailed", `Backup ${name}: ${message}`);
+    else ctx.event("Normal", "Verified", `Backup ${name} restores cleanly`);
+    return { backup: name, slot: slot.toISOString(), result: message ? "Failed" : "Passed", message };
+  }
+
   /** Restores a backup into a fresh database: dropped first if a previous attempt left one half-done. */
   async function restoreInto(
     db: SampleDBObject,
@@ -303,6 +359,16 @@ export function sampleDBControllers(options: SampleDBOptions) {
     uid: string,
     backup: SampleDBBackupObject,
   ): Promise<void> {
+    await checkChecksum(backup);
+    await servers.with(server, "postgres", async (client) => {
+      await dropDatabase(client, names.databaseName);
+      await createDatabase(client, names.databaseName, names.owner, db.spec.connectionLimit, uid);
+    });
+    await restore(tools, server, names.databaseName, names.owner, backup.status?.path ?? "");
+  }
+
+  /** A backup's file must be there and match the checksum recorded when it was written. */
+  async function checkChecksum(backup: SampleDBBackupObject): Promise<void> {
     const path = backup.status?.path ?? "";
     const sha = await sha256File(path).catch((error: Error) => {
       throw new RetryableError(`Backup file ${path} cannot be read: ${error.message}`, {
@@ -317,11 +383,6 @@ export function sampleDBControllers(options: SampleDBOptions) {
         },
       );
     }
-    await servers.with(server, "postgres", async (client) => {
-      await dropDatabase(client, names.databaseName);
-      await createDatabase(client, names.databaseName, names.owner, db.spec.connectionLimit, uid);
-    });
-    await restore(tools, server, names.databaseName, names.owner, path);
   }
 
   /** Deletion, by policy, one recorded step at a time; the finalizer goes last. */
@@ -608,4 +669,32 @@ function compactTime(time: Date): string {
 function earlier(a: ReconcileResult, b: ReconcileResult): ReconcileResult {
   const ms = (r: ReconcileResult) => (r.kind === "after" ? r.delayMs : Number.POSITIVE_INFINITY);
   return ms(a) <= ms(b) ? a : b;
+}
+
+/** A window of the connection peak: an hour's busiest moment sets the next hour's limit. */
+const PEAK_WINDOW_MS = 60 * 60_000;
+
+/**
+ * The peak of connections in the current window; a new window starts from the current count, so
+ * the limit follows the load down as well as up.
+ */
+function peakOf(
+  status: NonNullable<SampleDBObject["status"]>,
+  connections: number,
+  now: Date,
+): { peakConnections: number; peakWindowStart: string } {
+  const start = status.peakWindowStart ? Date.parse(status.peakWindowStart) : Number.NaN;
+  if (Number.isNaN(start) || now.getTime() - start >= PEAK_WINDOW_MS)
+    return { peakConnections: connections, peakWindowStart: now.toISOString() };
+  return {
+    peakConnections: Math.max(connections, status.peakConnections ?? 0),
+    peakWindowStart: status.peakWindowStart ?? now.toISOString(),
+  };
+}
+
+/** The spec's fixed limit, or the observed peak times the headroom within the user's bounds. */
+export function connectionLimitFor(db: SampleDBObject, peak: number): number {
+  const auto = db.spec.autoConnectionLimit;
+  if (!auto) return db.spec.connectionLimit;
+  return Math.min(auto.max, Math.max(auto.min, Math.ceil(peak * auto.headroom)));
 }

@@ -244,7 +244,7 @@ export async function databaseStats(
 ): Promise<{ sizeBytes: number; connections: number }> {
   const result = await client.query<{ size: string; connections: string }>(
     `select pg_database_size($1) as size,
-            (select count(*) from pg_stat_activity where datname = $1) as connections`,
+            (select count(*) from pg_stat_activity where datname = $1 and usename <> current_user) as connections`,
     [name],
   );
   const row = result.rows[0];

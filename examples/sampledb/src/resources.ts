@@ -149,7 +149,12 @@ export const SampleDBStatus = Type.Object(
     passwordRotation: Type.Optional(Type.String({ description: "The last spec.passwordRotation applied." })),
     sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The database's size on disk." })),
     connections: Type.Optional(Type.Integer({ description: "Connections open at the last look." })),
-    peakConnections: Type.Optional(Type.Integer({ description: "The most connections seen open." })),
+    peakConnections: Type.Optional(
+      Type.Integer({ description: "The most connections seen open in the current window (an hour)." }),
+    ),
+    peakWindowStart: Type.Optional(
+      Type.String({ format: "date-time", description: "When that window began." }),
+    ),
     connectionLimit: Type.Optional(Type.Integer({ description: "The connection limit in force." })),
     extensions: Type.Optional(Type.Array(Type.String(), { description: "Extensions installed." })),
     lastBackup: Type.Optional(lastBackup),
