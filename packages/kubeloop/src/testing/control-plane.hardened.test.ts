@@ -3,6 +3,7 @@ import { request } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlPlane } from "./control-plane.js";
 import { ControlPlaneError } from "./errors.js";
+import { HARDENED_ADMISSION_PLUGINS } from "./hardened.js";
 import { kubectl } from "./kubectl.js";
 
 // The hardened option, on the apiserver profile (admission and authentication are the API
@@ -136,6 +137,29 @@ describe("ControlPlane, hardened", () => {
         r.verb === "create" && r.objectRef?.resource === "configmaps" && r.user.username === "child-writer",
     );
     expect(creates.map((r) => r.responseStatus?.code)).toEqual([403, 201]);
+  });
+
+  it("authorizes a kubelet for its own Node, and keeps it off the labels reserved for admins", async () => {
+    const node = { apiVersion: "v1", kind: "Node", metadata: { name: "node-a" } };
+    expect((await k(["create", "-f", "-"], JSON.stringify(node))).code).toBe(0);
+    const kubelet = plane.addUser("system:node:node-a", ["system:nodes"]);
+    const label = (value: string) => k(["label", "node", "node-a", value], undefined, kubelet.kubeconfigPath);
+    const own = await label("example.com/zone=a");
+    expect(own.code, own.stderr).toBe(0);
+    const reserved = await label("node-restriction.kubernetes.io/pool=gold");
+    expect(reserved.code).not.toBe(0);
+    expect(reserved.stderr).toContain("is not allowed to modify labels: node-restriction.kubernetes.io/pool");
+  });
+
+  it("loads every hardened admission plugin, EventRateLimit included (its limit is too high to trip here)", () => {
+    const log = readFileSync(
+      plane.components.find((c) => c.name === "kube-apiserver")?.logPath ?? "",
+      "utf8",
+    );
+    const loaded = [
+      ...log.matchAll(/admission controller\(s\) successfully in the following order: ([\w,]+)/g),
+    ].flatMap((match) => match[1]?.split(",") ?? []);
+    for (const plugin of HARDENED_ADMISSION_PLUGINS) expect(loaded).toContain(plugin);
   });
 
   it("has no audit log when not hardened, and says how to get one", () => {
