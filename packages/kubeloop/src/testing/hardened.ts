@@ -52,6 +52,10 @@ export function hardenedApiServerArgs(dir: string): string[] {
     // The log backend's default mode (blocking) writes each record before the response is sent,
     // so a test reads a write's record right after it.
     `--audit-log-path=${auditLogPathIn(dir)}`,
+    // The CIS benchmark's retention, so a long-lived `kubeloop cluster start --hardened` stays bounded.
+    "--audit-log-maxsize=100",
+    "--audit-log-maxbackup=10",
+    "--audit-log-maxage=30",
   ];
 }
 
