@@ -23,10 +23,12 @@ import {
   databaseStats,
   dropDatabase,
   dropRole,
-  ensureRole,
+  ensureLoginRole,
+  ensureOwnerRole,
   installedExtensions,
   markDatabase,
   readDatabase,
+  reassignOwned,
   type ServerAddress,
   Servers,
   serverVersion,
@@ -62,9 +64,12 @@ export interface SampleDBOptions {
 export function namesOf(db: SampleDBObject) {
   const name = db.metadata.name ?? "";
   const databaseName = db.spec.databaseName ?? name.replace(/-/g, "_");
+  const owner = (db.spec.owner ?? `${databaseName}_owner`).slice(0, 63);
   return {
     databaseName,
-    owner: db.spec.owner ?? `${databaseName}_owner`,
+    owner,
+    /** The two login roles the app's credentials alternate between (see `credentials`). */
+    logins: [`${owner.slice(0, 61)}_a`, `${owner.slice(0, 61)}_b`] as const,
     credentialsSecret: `${name}-credentials`,
   };
 }
@@ -112,10 +117,9 @@ export function sampleDBControllers(options: SampleDBOptions) {
     const names = namesOf(db);
     const uid = db.metadata.uid ?? "";
     const server = serverOf(db, ctx);
-    const password = credentialsPassword(ctx, names.credentialsSecret);
     let status = db.status ?? {};
 
-    // 1. The role and the database (created, adopted, restored, or recovered).
+    // 1. The roles, the credentials, and the database (created, adopted, restored, or recovered).
     const state = await servers.with(server, "postgres", async (client) => {
       const found = await readDatabase(client, names.databaseName);
       if (found.exists && found.markedBy && found.markedBy !== uid) {
@@ -124,11 +128,11 @@ export function sampleDBControllers(options: SampleDBOptions) {
           { reason: "AlreadyManaged" },
         );
       }
-      await ensureRole(client, names.owner, password);
+      await ensureOwnerRole(client, names.owner);
       return found;
     });
-    // The Secret is written once the role has its password: what it holds always works.
-    await ctx.apply(credentialsSecretFor(db, names, server, password));
+    const rotation = await credentials(db, ctx, server, names);
+    if (rotation !== undefined) status = (await ctx.status({ passwordRotation: rotation })).status ?? {};
 
     const restoring = status.restore?.phase === "Running";
     const recovering = !state.exists && status.created === true;
@@ -198,6 +202,13 @@ export function sampleDBControllers(options: SampleDBOptions) {
     const current = await servers.with(server, "postgres", (client) =>
       readDatabase(client, names.databaseName),
     );
+    const previousOwner = current.owner;
+    if (previousOwner && previousOwner !== names.owner) {
+      // The new owner takes the database's objects too; the old roles go (if they own nothing else).
+      await servers.with(server, names.databaseName, (client) =>
+        reassignOwned(client, previousOwner, names.owner),
+      );
+    }
     if (current.owner !== names.owner || current.connectionLimit !== limit) {
       await servers.with(server, "postgres", (client) =>
         alterDatabase(client, names.databaseName, {
@@ -207,6 +218,16 @@ export function sampleDBControllers(options: SampleDBOptions) {
       );
       const why = db.spec.autoConnectionLimit ? ` (peak ${peak.peakConnections} connections)` : "";
       ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}${why}`);
+    }
+    if (previousOwner && previousOwner !== names.owner) {
+      const old = [`${previousOwner.slice(0, 61)}_a`, `${previousOwner.slice(0, 61)}_b`, previousOwner];
+      await servers
+        .with(server, "postgres", async (client) => {
+          for (const role of old) await dropRole(client, role);
+        })
+        .catch((error: Error) =>
+          ctx.event("Warning", "RoleKept", `The previous owner's roles stay: ${error.message}`),
+        );
     }
     const extensions = await servers.with(server, names.databaseName, async (client) => {
       for (const extension of db.spec.extensions ?? []) await createExtension(client, extension);
@@ -423,7 +444,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
         const found = await readDatabase(client, names.databaseName);
         if (found.exists && found.markedBy && found.markedBy !== db.metadata.uid) return; // not ours (any more)
         await dropDatabase(client, names.databaseName);
-        await dropRole(client, names.owner);
+        for (const role of [...names.logins, names.owner]) await dropRole(client, role);
       });
       ctx.event("Normal", "Dropped", `Dropped database "${names.databaseName}" and role "${names.owner}"`);
       step = "Done";
@@ -457,13 +478,32 @@ export function sampleDBControllers(options: SampleDBOptions) {
   }
 
   /**
-   * The owner's password: the one in the credentials Secret (it was written, or is about to be,
-   * with the role's), else a fresh one.
+   * The app's credentials, with no moment when the Secret holds a login that does not work. The
+   * app logs in as one of two login roles of the owner; rotating the password (a new
+   * spec.passwordRotation) sets a fresh password on the *other* login first, and only then points
+   * the Secret at it. The previous login keeps working for apps that have not reloaded the Secret
+   * yet, until the next rotation. A restart between the two steps starts the rotation over: the
+   * Secret never held the abandoned password. Returns the rotation to record, if one was done.
    */
-  function credentialsPassword(ctx: ReconcileContext<SampleDBObject>, secretName: string): string {
-    const existing = ctx.cache.get(Secret, secretName, ctx.namespace);
-    const current = decode(existing?.data).password;
-    return current ?? generatePassword();
+  async function credentials(
+    db: SampleDBObject,
+    ctx: ReconcileContext<SampleDBObject>,
+    server: ServerAddress,
+    names: ReturnType<typeof namesOf>,
+  ): Promise<string | undefined> {
+    const existing = decode(ctx.cache.get(Secret, names.credentialsSecret, ctx.namespace)?.data);
+    const [first, second] = names.logins;
+    const active = existing.username === second ? second : first;
+    const requested = db.spec.passwordRotation ?? "";
+    const rotate = existing.password !== undefined && requested !== (db.status?.passwordRotation ?? "");
+    const login = rotate ? (active === first ? second : first) : active;
+    // A login of another owner (the owner changed) gets the current password under the new names.
+    const password = rotate ? generatePassword() : (existing.password ?? generatePassword());
+    await servers.with(server, "postgres", (client) => ensureLoginRole(client, login, names.owner, password));
+    // Written once the role has the password: what the Secret holds always works.
+    await ctx.apply(credentialsSecretFor(db, names, server, login, password));
+    if (rotate) ctx.event("Normal", "PasswordRotated", `The app's credentials now use login "${login}"`);
+    return rotate || (existing.password === undefined && requested) ? requested : undefined;
   }
 
   function backupsOf(db: SampleDBObject, ctx: ReconcileContext<SampleDBObject>): SampleDBBackupObject[] {
@@ -625,9 +665,10 @@ function credentialsSecretFor(
   db: SampleDBObject,
   names: ReturnType<typeof namesOf>,
   server: ServerAddress,
+  login: string,
   password: string,
 ) {
-  const uri = `postgresql://${encodeURIComponent(names.owner)}:${encodeURIComponent(password)}@${server.host}:${server.port}/${encodeURIComponent(names.databaseName)}`;
+  const uri = `postgresql://${encodeURIComponent(login)}:${encodeURIComponent(password)}@${server.host}:${server.port}/${encodeURIComponent(names.databaseName)}`;
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -641,7 +682,7 @@ function credentialsSecretFor(
       host: server.host,
       port: String(server.port),
       database: names.databaseName,
-      username: names.owner,
+      username: login,
       password,
       uri,
     },

@@ -180,10 +180,30 @@ export async function roleExists(client: pg.PoolClient, role: string): Promise<b
   return result.rowCount === 1;
 }
 
-/** Creates the login role with this password, or sets the password of the existing one. */
-export async function ensureRole(client: pg.PoolClient, role: string, password: string): Promise<void> {
-  const verb = (await roleExists(client, role)) ? "alter" : "create";
-  await client.query(`${verb} role ${ident(role)} with login password ${literal(password)}`);
+/** The owner role: it owns the database and its objects, and nobody logs in as it. */
+export async function ensureOwnerRole(client: pg.PoolClient, owner: string): Promise<void> {
+  if (!(await roleExists(client, owner))) await client.query(`create role ${ident(owner)} nologin`);
+}
+
+/**
+ * A login role of the owner: a member of it, whose sessions act as it (`set role`), so what the
+ * app creates is owned by the owner whichever login it used. Sets its password.
+ */
+export async function ensureLoginRole(
+  client: pg.PoolClient,
+  login: string,
+  owner: string,
+  password: string,
+): Promise<void> {
+  const verb = (await roleExists(client, login)) ? "alter" : "create";
+  await client.query(`${verb} role ${ident(login)} with login password ${literal(password)}`);
+  await client.query(`grant ${ident(owner)} to ${ident(login)}`);
+  await client.query(`alter role ${ident(login)} set role = ${literal(owner)}`);
+}
+
+/** Gives everything `from` owns in the connected database to `to`. */
+export async function reassignOwned(client: pg.PoolClient, from: string, to: string): Promise<void> {
+  if (await roleExists(client, from)) await client.query(`reassign owned by ${ident(from)} to ${ident(to)}`);
 }
 
 /** Creates the database, owned by `owner`, marked as managed by `uid`. */

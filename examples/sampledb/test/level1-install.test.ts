@@ -25,17 +25,25 @@ describe("Level 1: install", () => {
     expect(
       await world.pg.psql("select pg_get_userbyid(datdba) from pg_database where datname = 'orders'"),
     ).toBe("orders_owner");
-    expect(await world.pg.psql("select rolcanlogin from pg_roles where rolname = 'orders_owner'")).toBe("t");
+    // The owner role owns; the app logs in as one of its two login roles (see Level 2's rotation).
+    expect(await world.pg.psql("select rolcanlogin from pg_roles where rolname = 'orders_owner'")).toBe("f");
+    expect(
+      await world.pg.psql(
+        "select r.rolcanlogin from pg_roles r join pg_auth_members m on m.member = r.oid where r.rolname = 'orders_owner_a' and m.roleid = 'orders_owner'::regrole",
+      ),
+    ).toBe("t");
     const credentials = await world.credentials("l1", "orders");
     expect(credentials).toMatchObject({
       host: "127.0.0.1",
       port: String(world.pg.port),
       database: "orders",
-      username: "orders_owner",
+      username: "orders_owner_a",
     });
     expect(credentials.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
     const rows = await world.asApp("l1", "orders", async (client) => {
       await client.query("create table items (id serial primary key, name text)");
+      // What the app creates belongs to the owner, whichever login it used.
+      expect((await client.query("select current_user")).rows[0].current_user).toBe("orders_owner");
       await client.query("insert into items (name) values ('a'), ('b')");
       return (await client.query("select gen_random_uuid() is not null as ok, count(*) from items")).rows[0];
     });
