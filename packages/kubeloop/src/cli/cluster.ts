@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { Client } from "../client/client.js";
 import { type BinaryName, ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
 import { isProcessAlive } from "../testing/process.js";
+import { sleep } from "../util/time.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -326,8 +327,4 @@ function writeState(dir: string, state: ClusterState): void {
 export function liveState(dir: string): ClusterState | undefined {
   const state = readState(dir);
   return state && isProcessAlive(state.pid) && state.phase !== "failed" ? state : undefined;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 }
