@@ -249,7 +249,7 @@ export class Manager {
       informer.onError((error) =>
         this.logger.warn(
           { err: error, kind: informer.type.kind, namespace: informer.namespace },
-          `${describeInformer(informer)}: list/watch failed; retrying`,
+          `${describeInformer(informer)}: list/watch error; retrying with backoff`,
         ),
       );
     }
