@@ -87,14 +87,14 @@ export class InformerRegistry {
       throw new TypeError(
         `acquireNamespaces: give distinct, non-empty namespaces (got ${JSON.stringify(namespaces)})`,
       );
-    const shared = namespaces.map((namespace) => this.acquire(type, { ...scope, namespace }));
-    const informers = new Map(
-      namespaces.map((namespace, i) => [namespace, (shared[i] as SharedInformer<T>).informer]),
-    );
+    const held = namespaces.map((namespace) => ({
+      namespace,
+      shared: this.acquire(type, { ...scope, namespace }),
+    }));
     return {
-      view: new MultiNamespaceInformer(type, informers),
+      view: new MultiNamespaceInformer(type, new Map(held.map((h) => [h.namespace, h.shared.informer]))),
       release: async () => {
-        await Promise.all(shared.map((s) => s.release()));
+        await Promise.all(held.map((h) => h.shared.release()));
       },
     };
   }
