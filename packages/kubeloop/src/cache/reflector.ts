@@ -1,16 +1,23 @@
 import type { Client } from "../client/client.js";
 import { Gone, UnknownKind } from "../client/errors.js";
 import type { KubeObject, ResourceType } from "../client/types.js";
+import { sleep } from "../util/time.js";
 
 /**
  * The reflector keeps a sink in step with the server: list, then watch from the list's
  * resourceVersion, forever. It is a small state machine:
  *
  *   LIST ──ok──▶ WATCH ──event──▶ WATCH (resourceVersion advances, bookmarks included)
- *     ▲            │ server closed the stream (timeoutSeconds) ──▶ WATCH again at once, same RV
+ *     ▲            │ server closed the stream (timeoutSeconds, 10–15 s) ──▶ WATCH again at once, same RV
  *     │            │ connection lost / silence past the inactivity timeout / 5xx / 429
  *     │            │                      ──▶ wait (backoff) ──▶ WATCH from the last RV (no relist)
  *     └── 410 Gone ┘ (history compacted) ──▶ LIST at once (the only reason to relist)
+ *
+ * Each watch asks the server to end it after 10–15 s, so a healthy watch is never silent longer
+ * than that, even when nothing changes (the API server sends no bookmark on a quiet watch: measured
+ * on 1.36). Silence past {@link DEFAULT_WATCH_INACTIVITY_MS} therefore means a dead connection,
+ * found within 20 s instead of minutes (docs/design/dead-connections.md); resuming costs one cheap
+ * watch request from the watch cache.
  *
  * A failed LIST (Forbidden, unknown kind, server down) is reported through `onError` and retried
  * with the same backoff, so an operator whose RBAC is fixed later recovers without a restart.
@@ -42,7 +49,10 @@ export interface ReflectorOptions {
    * 1.5–1.65 s against 0.8–0.9 s), and the API server streams LIST responses too since 1.33.
    */
   watchList?: boolean;
-  /** Silence (no bytes, bookmarks included) after which a watch is treated as dead. Default 3 min. */
+  /**
+   * Silence (no bytes, bookmarks included) after which a watch is treated as dead.
+   * Default {@link DEFAULT_WATCH_INACTIVITY_MS}; must exceed {@link WATCH_TIMEOUT_SECONDS}' upper end.
+   */
   inactivityTimeoutMs?: number;
   backoff?: Partial<BackoffOptions>;
   /** Called with every failure (the reflector itself keeps going). */
@@ -59,7 +69,7 @@ export interface BackoffOptions {
   factor: number;
   /** Each wait is multiplied by a random factor in [1, 1 + jitter), so clients do not retry in step. */
   jitter: number;
-  /** A watch that stayed healthy this long resets the backoff to `initialMs`. */
+  /** This long without a failure resets the backoff to `initialMs`. */
   resetAfterMs: number;
 }
 
@@ -72,8 +82,16 @@ export const DEFAULT_BACKOFF: BackoffOptions = {
   resetAfterMs: 120_000,
 };
 
-/** Server-side watch timeouts are spread over 5–10 minutes (client-go's choice) to avoid herds. */
-const MIN_WATCH_TIMEOUT_SECONDS = 300;
+/**
+ * Each watch asks the server to end it after a time spread over this range (so informers do not
+ * reconnect in step), which bounds how long a healthy watch can be silent. client-go spreads
+ * 5–10 minutes and relies on HTTP/2 PINGs to find dead connections; on HTTP/1.1 short watches are
+ * the heartbeat. Cost: one watch request per informer every ~12 s, served from the watch cache.
+ */
+export const WATCH_TIMEOUT_SECONDS = { min: 10, max: 15 } as const;
+
+/** Longer than the longest healthy silence (a watch's 15 s), with margin for a busy event loop. */
+export const DEFAULT_WATCH_INACTIVITY_MS = 20_000;
 
 export interface ReflectorStats {
   lists: number;
@@ -88,6 +106,7 @@ export class Reflector<T extends KubeObject> {
   private readonly backoff: BackoffOptions;
   private nextDelay: number;
   private needList = true;
+  private lastFailureAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly client: Client,
@@ -136,7 +155,7 @@ export class Reflector<T extends KubeObject> {
         }
         this.options.onError?.(error as Error);
         this.setState("backoff");
-        await sleep(this.takeDelay(), signal);
+        await sleep(this.takeDelay(), signal).catch(() => undefined);
       }
     }
     this.setState("stopped");
@@ -181,8 +200,8 @@ export class Reflector<T extends KubeObject> {
   private async watchFrom(signal: AbortSignal, initial: boolean): Promise<void> {
     this.stats.watches++;
     if (initial) this.stats.lists++;
-    const started = Date.now();
-    const timeoutSeconds = Math.floor(MIN_WATCH_TIMEOUT_SECONDS * (1 + Math.random()));
+    const { min, max } = WATCH_TIMEOUT_SECONDS;
+    const timeoutSeconds = min + Math.floor(Math.random() * (max - min + 1));
     const events = this.client.watch(this.type, {
       ...this.selectors(),
       ...(initial
@@ -192,35 +211,28 @@ export class Reflector<T extends KubeObject> {
       timeoutSeconds,
       signal,
       ...(this.options.metadataOnly ? { metadataOnly: true } : {}),
-      ...(this.options.inactivityTimeoutMs ? { inactivityTimeoutMs: this.options.inactivityTimeoutMs } : {}),
+      inactivityTimeoutMs: this.options.inactivityTimeoutMs ?? DEFAULT_WATCH_INACTIVITY_MS,
     });
     let initialObjects: T[] | undefined = initial ? [] : undefined;
     if (!initial) this.setState("watching");
-    try {
-      for await (const event of events) {
-        const version = event.object.metadata?.resourceVersion;
-        if (event.type === "BOOKMARK") {
-          if (version) this.resourceVersion = version;
-          if (
-            initialObjects &&
-            event.object.metadata?.annotations?.["k8s.io/initial-events-end"] === "true"
-          ) {
-            this.sink.replace(initialObjects, this.resourceVersion);
-            initialObjects = undefined;
-            this.needList = false;
-            this.setState("watching");
-          }
-          continue;
-        }
-        if (initialObjects) {
-          initialObjects.push(event.object);
-        } else if (event.type === "ADDED") this.sink.added(event.object);
-        else if (event.type === "MODIFIED") this.sink.modified(event.object);
-        else if (event.type === "DELETED") this.sink.deleted(event.object);
+    for await (const event of events) {
+      const version = event.object.metadata?.resourceVersion;
+      if (event.type === "BOOKMARK") {
         if (version) this.resourceVersion = version;
+        if (initialObjects && event.object.metadata?.annotations?.["k8s.io/initial-events-end"] === "true") {
+          this.sink.replace(initialObjects, this.resourceVersion);
+          initialObjects = undefined;
+          this.needList = false;
+          this.setState("watching");
+        }
+        continue;
       }
-    } finally {
-      if (Date.now() - started >= this.backoff.resetAfterMs) this.nextDelay = this.backoff.initialMs;
+      if (initialObjects) {
+        initialObjects.push(event.object);
+      } else if (event.type === "ADDED") this.sink.added(event.object);
+      else if (event.type === "MODIFIED") this.sink.modified(event.object);
+      else if (event.type === "DELETED") this.sink.deleted(event.object);
+      if (version) this.resourceVersion = version;
     }
     if (initialObjects) throw new Error(INITIAL_LIST_CUT_SHORT);
   }
@@ -234,6 +246,9 @@ export class Reflector<T extends KubeObject> {
   }
 
   private takeDelay(): number {
+    const now = performance.now();
+    if (now - this.lastFailureAt >= this.backoff.resetAfterMs) this.nextDelay = this.backoff.initialMs;
+    this.lastFailureAt = now;
     const delay = this.nextDelay * (1 + Math.random() * this.backoff.jitter);
     this.nextDelay = Math.min(this.nextDelay * this.backoff.factor, this.backoff.maxMs);
     return Math.min(delay, this.backoff.maxMs);
@@ -253,16 +268,4 @@ function isWatchListUnsupported(error: unknown): boolean {
   if (error instanceof UnknownKind) return false;
   const code = (error as { code?: number }).code;
   return code === 400 || code === 422 || (error as Error).message === INITIAL_LIST_CUT_SHORT;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

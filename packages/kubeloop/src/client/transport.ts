@@ -8,15 +8,24 @@ import { proxyConnector } from "./proxy.js";
 
 /**
  * One pooled HTTP/1.1 connection pool per cluster (undici), with keep-alive and TLS verification on
- * by default. Ordinary calls get a whole-request timeout; watches get none, only an inactivity
- * timeout (undici's `bodyTimeout`: the longest gap between two chunks), which also catches
- * half-open connections that would otherwise hang forever. With a proxy (`config.proxy`) the same
- * pool dials each connection through it (CONNECT or SOCKS5, then TLS to the server); requests and
- * watches then never reach the server any other way.
+ * by default. Ordinary calls get a response timeout (the wait for the headers, then the longest gap
+ * between two body chunks); watches get no whole-request timeout, only an inactivity timeout
+ * (undici's `bodyTimeout`). Either timeout is how a dead connection shows itself on HTTP/1.1 (a
+ * half-open connection, as a dropped NAT entry or a load-balancer failover leaves, never errors):
+ * when one fires, the pool is replaced, since the connections kept alive beside it went through
+ * the same path and are likely dead too (client-go, on HTTP/2, loses every stream of the connection
+ * whose PING failed, for the same reason). In-flight idempotent requests are then retried on the
+ * new pool; watches resume from their last resourceVersion (the cache layer's job).
+ * See docs/design/dead-connections.md. With a proxy (`config.proxy`) the same pool dials each
+ * connection through it (CONNECT or SOCKS5, then TLS to the server); requests and watches then
+ * never reach the server any other way.
  */
 
 export interface TransportOptions {
-  /** Whole-request timeout of ordinary calls. Default {@link DEFAULT_REQUEST_TIMEOUT_MS}. */
+  /**
+   * How long an ordinary call waits for its response headers, and then for each body chunk.
+   * Default {@link DEFAULT_REQUEST_TIMEOUT_MS}.
+   */
   requestTimeoutMs?: number;
   /** Optional client-side rate limit. Off by default: the server's flow control is the throttle. */
   rateLimit?: { qps: number; burst: number };
@@ -64,17 +73,32 @@ export interface StreamResponse {
 
 const tracer = trace.getTracer("kubeloop");
 
-/** Long enough for a large LIST page on a busy server; a hung call still ends. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * The longest wait for an answer (headers, then each body chunk) before the connection counts as
+ * dead: longer than any healthy answer (a consistent LIST of 50,000 objects starts streaming in
+ * under a second; admission webhooks are capped at 30 s by the API server, and 10 s by default),
+ * and short enough that a half-open connection is found within 30 s.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_RETRIES = 5;
 const IDEMPOTENT = new Set(["GET", "PUT", "DELETE"]);
 const STALE_CONNECTION_RETRIES = 2;
+/** undici's codes for a connection that broke, or went silent, under a request. */
+const BROKEN_CONNECTION = new Set([
+  "UND_ERR_SOCKET",
+  "ECONNRESET",
+  "EPIPE",
+  "UND_ERR_DESTROYED",
+  "UND_ERR_CLOSED",
+]);
+const SILENT_CONNECTION = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 /** A Retry-After beyond this is capped: better to surface the error than to stall a worker. */
 const MAX_RETRY_WAIT_MS = 30_000;
 
 export class Transport {
   readonly server: string;
-  private readonly pool: Pool;
+  private pool: Pool;
+  private replacements = 0;
   private readonly proxy: ReturnType<typeof proxyConnector> | undefined;
   private readonly config: ClusterConfig;
   private readonly options: TransportOptions;
@@ -87,8 +111,19 @@ export class Transport {
     this.server = config.server;
     const url = new URL(config.server);
     this.proxy = config.proxy ? proxyConnector(config.proxy, config.tls) : undefined;
-    this.pool = new Pool(url.origin, {
-      connect: this.proxy ? this.proxy.connect : { ...config.tls },
+    this.origin = url.origin;
+    this.pool = this.newPool();
+    this.bucket = options.rateLimit
+      ? new TokenBucket(options.rateLimit.qps, options.rateLimit.burst)
+      : undefined;
+    this.impersonation = impersonationHeaders(options.impersonate ?? config.impersonate);
+  }
+
+  private readonly origin: string;
+
+  private newPool(): Pool {
+    return new Pool(this.origin, {
+      connect: this.proxy ? this.proxy.connect : { ...this.config.tls },
       // Watches hold a connection each for minutes: the pool must not cap them.
       connections: null,
       keepAliveTimeout: 30_000,
@@ -96,13 +131,26 @@ export class Transport {
       // and the transport in which the peers had no watch leaks.
       allowH2: false,
     });
-    this.bucket = options.rateLimit
-      ? new TokenBucket(options.rateLimit.qps, options.rateLimit.burst)
-      : undefined;
-    this.impersonation = impersonationHeaders(options.impersonate ?? config.impersonate);
   }
 
-  /** The whole-request timeout of ordinary calls, in milliseconds. */
+  /** How many times a dead connection replaced the pool (for tests and metrics). */
+  get poolReplacements(): number {
+    return this.replacements;
+  }
+
+  /**
+   * A request on `pool` found its connection dead (silent past its timeout): new requests go to a
+   * fresh pool, and the old one is destroyed, failing what still runs on it (idempotent requests
+   * are retried, watches resume). Only the first report for a pool counts.
+   */
+  private connectionDead(pool: Pool): void {
+    if (pool !== this.pool) return;
+    this.replacements++;
+    this.pool = this.newPool();
+    pool.destroy().catch(() => undefined);
+  }
+
+  /** The response timeout of ordinary calls, in milliseconds. */
   get requestTimeoutMs(): number {
     return this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   }
@@ -141,11 +189,10 @@ export class Transport {
     for (let attempt = 0; ; attempt++) {
       await this.bucket?.take();
       const started = performance.now();
-      const response = await this.sendRetryingStaleConnections(request, {
+      const { response, text } = await this.exchange(request, {
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });
-      const text = await response.body.text();
       this.options.onResponse?.({
         method: request.method,
         code: response.statusCode,
@@ -181,9 +228,18 @@ export class Transport {
     const body = response.body;
     return {
       status: response.statusCode,
-      body: body as AsyncIterable<Uint8Array>,
+      body: this.watched(body as AsyncIterable<Uint8Array>, request, response.pool),
       close: () => body.destroy(),
     };
+  }
+
+  /** A streamed body whose silence past its inactivity timeout marks its connection dead. */
+  private async *watched(body: AsyncIterable<Uint8Array>, request: HttpRequest, pool: Pool) {
+    try {
+      yield* body;
+    } catch (error) {
+      throw this.failure(request, error, pool);
+    }
   }
 
   async close(): Promise<void> {
@@ -192,20 +248,23 @@ export class Transport {
   }
 
   /**
-   * A kept-alive connection that the server closed as we reused it fails before the server read the
-   * request; retrying is safe for requests that are idempotent anyway (client-go does the same).
+   * Sends a request and reads its whole answer. A kept-alive connection that the server closed as we
+   * reused it fails before the server read the request, and a dead connection replaces the pool:
+   * retrying either is safe for requests that are idempotent anyway (client-go does the same).
    */
-  private async sendRetryingStaleConnections(
-    request: HttpRequest,
-    timeouts: { headersTimeout: number; bodyTimeout: number },
-  ) {
+  private async exchange(request: HttpRequest, timeouts: { headersTimeout: number; bodyTimeout: number }) {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.send(request, timeouts);
+        const response = await this.send(request, timeouts);
+        try {
+          return { response, text: await response.body.text() };
+        } catch (error) {
+          throw this.failure(request, error, response.pool);
+        }
       } catch (error) {
-        const code = ((error as Error).cause as { code?: string } | undefined)?.code;
-        const stale = code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
-        if (!stale || !IDEMPOTENT.has(request.method) || attempt >= STALE_CONNECTION_RETRIES) throw error;
+        const code = ((error as Error).cause as { code?: string } | undefined)?.code ?? "";
+        const retryable = BROKEN_CONNECTION.has(code) || SILENT_CONNECTION.has(code);
+        if (!retryable || !IDEMPOTENT.has(request.method) || attempt >= STALE_CONNECTION_RETRIES) throw error;
       }
     }
   }
@@ -223,8 +282,9 @@ export class Transport {
       payload = typeof request.body === "string" ? request.body : JSON.stringify(request.body);
       headers["content-type"] = request.contentType ?? "application/json";
     }
+    const pool = this.pool;
     try {
-      return await this.pool.request({
+      const response = await pool.request({
         method: request.method,
         path: pathWithQuery(request.path, request.query),
         headers,
@@ -232,14 +292,24 @@ export class Transport {
         ...(request.signal ? { signal: request.signal } : {}),
         ...timeouts,
       });
+      return Object.assign(response, { pool });
     } catch (error) {
-      if ((error as Error).name === "AbortError") throw error;
-      const code = (error as { code?: string }).code;
-      throw new ConnectionError(
-        `${describe(request)} on ${this.server} failed: ${(error as Error).message}${code ? ` (${code})` : ""}`,
-        { cause: error },
-      );
+      throw this.failure(request, error, pool);
     }
+  }
+
+  /**
+   * The error to throw for a failed exchange on `pool`: a {@link ConnectionError} naming the request,
+   * after marking the pool dead if the connection went silent. Aborts pass through unchanged.
+   */
+  private failure(request: HttpRequest, error: unknown, pool: Pool): Error {
+    if ((error as Error).name === "AbortError" || error instanceof ConnectionError) return error as Error;
+    const code = (error as { code?: string }).code;
+    if (code && SILENT_CONNECTION.has(code)) this.connectionDead(pool);
+    return new ConnectionError(
+      `${describe(request)} on ${this.server} failed: ${(error as Error).message}${code ? ` (${code})` : ""}`,
+      { cause: error },
+    );
   }
 }
 

@@ -43,10 +43,15 @@ export {
 } from "./control-plane.js";
 export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
+export {
+  type FaultProxy,
+  type FaultProxyOptions,
+  type FaultProxyStats,
+  startFaultProxy,
+} from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
-export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";
 export {
   DEFAULT_POSTGRES_START_TIMEOUT_MS,
   locatePostgres,
@@ -56,3 +61,4 @@ export {
   PostgresServerError,
   type PostgresServerOptions,
 } from "./postgres.js";
+export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";
