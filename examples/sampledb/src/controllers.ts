@@ -15,7 +15,9 @@ import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
 import { addFinalizer, isDeleting, removeFinalizer } from "kubeloop/resources";
 import pg from "pg";
+import type { Registry } from "prom-client";
 import { backupPath, dump, restore, sha256File, type Tools } from "./dumps.ts";
+import { SampleDBMetrics } from "./metrics.ts";
 import {
   alterDatabase,
   createDatabase,
@@ -58,6 +60,8 @@ export interface SampleDBOptions {
   clock?: Clock;
   /** How often a Ready database is checked again. Default {@link DEFAULT_RESYNC_MS}. */
   resyncMs?: number;
+  /** Where per-database metrics go: the manager's (`manager.metrics.registry`). Default: none. */
+  registry?: Registry;
 }
 
 /** The names a SampleDB stands for. */
@@ -79,6 +83,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
   const servers = new Servers();
   const tools = options.tools ?? {};
   const resyncMs = options.resyncMs ?? DEFAULT_RESYNC_MS;
+  const metrics = options.registry ? new SampleDBMetrics(options.registry) : undefined;
   /** Server Secret (namespace/name) → the SampleDBs that use it: a change of the Secret reconciles them. */
   const users = new Map<string, Set<string>>();
 
@@ -106,7 +111,16 @@ export function sampleDBControllers(options: SampleDBOptions) {
       users.set(secretKey, new Set([...(users.get(secretKey) ?? []), ctx.name]));
     if (isDeleting(db)) return finalize(db, ctx);
     const live = await addFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
-    return reconcileLive(live, ctx);
+    const labels = { namespace: ctx.namespace ?? "", name: ctx.name };
+    try {
+      const result = await reconcileLive(live, ctx);
+      metrics?.up.set(labels, 1);
+      return result;
+    } catch (error) {
+      const reason = (error as { reason?: string }).reason;
+      if (reason === "ServerUnreachable" || reason === "AuthenticationFailed") metrics?.up.set(labels, 0);
+      throw error;
+    }
   });
 
   /** A live SampleDB: the database, its owner and credentials, then backups and the schedule. */
@@ -308,6 +322,18 @@ export function sampleDBControllers(options: SampleDBOptions) {
             : "",
       observedGeneration: generation,
     });
+    if (metrics) {
+      const labels = { namespace: ctx.namespace ?? "", name: ctx.name };
+      metrics.sizeBytes.set(labels, stats.sizeBytes);
+      metrics.connections.set(labels, stats.connections);
+      metrics.connectionLimit.set(labels, limit);
+      metrics.verificationFailed.set(labels, verificationFailed ? 1 : 0);
+      if (last?.status?.completedAt) {
+        metrics.lastBackupTimestamp.set(labels, Date.parse(last.status.completedAt) / 1000);
+        metrics.lastBackupDuration.set(labels, last.status.durationSeconds ?? 0);
+        metrics.lastBackupSize.set(labels, last.status.sizeBytes ?? 0);
+      }
+    }
     const wasReady = db.status?.phase === "Ready";
     await ctx.status({
       phase: "Ready",
@@ -454,6 +480,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
       });
     }
     await removeFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
+    metrics?.forget(ctx.namespace ?? "", ctx.name);
     users.get(`${ctx.namespace}/${db.spec.server.secretName}`)?.delete(ctx.name);
     return done();
   }
@@ -622,6 +649,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
       );
       return done();
     } catch (error) {
+      metrics?.backupFailures.inc({ namespace: ctx.namespace ?? "", name: live.spec.database });
       await ctx.status({ message: (error as Error).message });
       throw error;
     }

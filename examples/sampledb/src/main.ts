@@ -28,12 +28,16 @@ if (!backupDir) {
   process.exit(2);
 }
 
-const operator = sampleDBControllers({ backupDir, tools: { binDir: values["pg-bin"] } });
 const manager = new Manager({
   ...(values.kubeconfig ? { kubeconfig: values.kubeconfig.split(":")[0] } : {}),
   metrics: { port: Number(values["metrics-port"]) },
   probes: { port: Number(values["probe-port"]) },
   leaderElection: values["leader-elect"] ? { id: OPERATOR_NAME } : false,
+});
+const operator = sampleDBControllers({
+  backupDir,
+  tools: { binDir: values["pg-bin"] },
+  registry: manager.metrics.registry,
 });
 manager.add(operator.sampleDB).add(operator.sampleDBBackup);
 await manager.start();

@@ -31,21 +31,22 @@ export class World {
 
   /** Starts the operator in this process. */
   async startOperator(
-    options: Partial<SampleDBOptions> & { clock?: Clock; backups?: boolean } = {},
+    options: Partial<SampleDBOptions> & { clock?: Clock; backups?: boolean; metrics?: boolean } = {},
   ): Promise<Manager> {
     await this.stopOperator();
     process.env.LOG_LEVEL ??= "warn"; // the operator's info lines would drown the test output
-    const operator = sampleDBControllers({
-      backupDir: this.backupDir,
-      tools: { binDir: this.pg.binDir },
-      ...options,
-    });
     const manager = new Manager({
       kubeconfig: this.plane.kubeconfigPath,
-      metrics: false,
+      metrics: options.metrics ? { port: 0, host: "127.0.0.1" } : false,
       probes: false,
       handleSignals: false,
       gracefulShutdownMs: 2_000,
+    });
+    const operator = sampleDBControllers({
+      backupDir: this.backupDir,
+      tools: { binDir: this.pg.binDir },
+      ...(options.metrics ? { registry: manager.metrics.registry } : {}),
+      ...options,
     });
     manager.add(operator.sampleDB);
     // Without the backup controller, backups stay as they are: a test's way to stop mid-way.
