@@ -10,7 +10,7 @@ import {
   setCondition,
 } from "kubeloop";
 import type { Client } from "kubeloop/client";
-import { cronSchedule, nextRun, type ReconcileResult } from "kubeloop/controller";
+import { cronSchedule, nextRun, type ReconcileResult, runOperation } from "kubeloop/controller";
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
 import { addFinalizer, isDeleting, removeFinalizer } from "kubeloop/resources";
@@ -101,7 +101,12 @@ export function sampleDBControllers(options: SampleDBOptions) {
     .watches(SampleDBBackup, (backup) => ({
       namespace: backup.metadata.namespace,
       name: backup.spec.database,
-    }));
+    }))
+    // Beyond watching: the credentials Secrets it writes, and the backups it takes and prunes.
+    .permits(
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create", "patch", "update"] },
+      { apiGroups: ["db.example.com"], resources: ["sampledbbackups"], verbs: ["create", "delete"] },
+    );
   if (options.clock) databases.clock(options.clock);
 
   const sampleDB = databases.reconcile(async (db, ctx) => {
@@ -600,26 +605,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
         await ctx.status({ phase: "Pending", message: "Waiting for the database to be ready" });
       return after(WAIT_POLL);
     }
-    const attempts = (live.status?.attempts ?? 0) + 1;
-    if (attempts > BACKUP_ATTEMPTS) {
-      await ctx.status({ phase: "Failed" });
-      ctx.event(
-        "Warning",
-        "BackupFailed",
-        `Gave up after ${BACKUP_ATTEMPTS} attempts: ${live.status?.message ?? ""}`,
-      );
-      return done();
-    }
     const names = namesOf(db);
-    const started = ctx.now();
-    // State first: a restart finds "Running" with the attempt counted, and dumps again.
-    await ctx.status({
-      phase: "Running",
-      path,
-      databaseName: names.databaseName,
-      startedAt: started.toISOString(),
-      attempts,
-    });
     const secret = ctx.cache.get(Secret, db.spec.server.secretName, ctx.namespace);
     const data = decode(secret?.data);
     const server: ServerAddress = {
@@ -628,31 +614,37 @@ export function sampleDBControllers(options: SampleDBOptions) {
       username: data.username ?? "",
       password: data.password ?? "",
     };
-    try {
-      const version = await servers.with(server, "postgres", serverVersion);
-      const begun = performance.now();
-      const { sizeBytes, sha256 } = await dump(tools, server, names.databaseName, path);
-      const durationSeconds = Math.round((performance.now() - begun) / 10) / 100;
-      await ctx.status({
-        phase: "Completed",
-        sizeBytes,
-        sha256,
-        durationSeconds,
-        postgresVersion: version,
-        completedAt: ctx.now().toISOString(),
-        message: "",
-      });
+    const labels = { namespace: ctx.namespace ?? "", name: live.spec.database };
+    let completed = "";
+    // The attempt is recorded Running before the dump; a restart dumps again (to a fresh .partial).
+    const outcome = await runOperation({
+      record: live.status,
+      maxAttempts: BACKUP_ATTEMPTS,
+      now: () => ctx.now(),
+      save: (status) => ctx.status(status),
+      starting: { path, databaseName: names.databaseName },
+      run: async () => {
+        try {
+          const version = await servers.with(server, "postgres", serverVersion);
+          const begun = performance.now();
+          const { sizeBytes, sha256 } = await dump(tools, server, names.databaseName, path);
+          const durationSeconds = Math.round((performance.now() - begun) / 10) / 100;
+          completed = `${sizeBytes} bytes in ${durationSeconds}s, sha256 ${sha256.slice(0, 12)}…`;
+          return { sizeBytes, sha256, durationSeconds, postgresVersion: version };
+        } catch (error) {
+          metrics?.backupFailures.inc(labels);
+          throw error;
+        }
+      },
+    });
+    if (outcome === "completed") ctx.event("Normal", "BackupCompleted", completed);
+    if (outcome === "failed")
       ctx.event(
-        "Normal",
-        "BackupCompleted",
-        `${sizeBytes} bytes in ${durationSeconds}s, sha256 ${sha256.slice(0, 12)}…`,
+        "Warning",
+        "BackupFailed",
+        `Gave up after ${BACKUP_ATTEMPTS} attempts: ${live.status?.message ?? ""}`,
       );
-      return done();
-    } catch (error) {
-      metrics?.backupFailures.inc({ namespace: ctx.namespace ?? "", name: live.spec.database });
-      await ctx.status({ message: (error as Error).message });
-      throw error;
-    }
+    return done();
   });
 
   return {

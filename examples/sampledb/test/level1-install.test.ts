@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until, World } from "./harness.ts";
 
@@ -139,5 +141,16 @@ describe("Level 1: install", () => {
       "InvalidName",
     );
     expect(await world.pg.psql("select count(*) from pg_database where datname = 'reserved'")).toBe("0");
+  });
+});
+
+describe("generated manifests", () => {
+  it("config/ is what `kubeloop generate` writes from the resources and controllers (not stale)", () => {
+    const cli = join(import.meta.dirname, "..", "..", "..", "packages", "kubeloop", "dist", "cli", "main.js");
+    const result = spawnSync(process.execPath, [cli, "generate", "--check"], {
+      cwd: join(import.meta.dirname, ".."),
+      encoding: "utf8",
+    });
+    expect(result.status, result.stdout + result.stderr).toBe(0);
   });
 });

@@ -27,6 +27,13 @@ export {
   type Source,
 } from "./controller.js";
 export { EXPECTATION_TIMEOUT_MS } from "./expectations.js";
+export {
+  type Attempt,
+  nextAttempt,
+  type OperationRecord,
+  type RunOperationOptions,
+  runOperation,
+} from "./operation.js";
 export * from "./predicates.js";
 export {
   type DeclaredTypes,
