@@ -1,6 +1,6 @@
 import type { ConfigMap as ConfigMapObject, Secret as SecretObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, until } from "../../test/helpers.js";
+import { namespaces, serverFeatureEnabled, until } from "../../test/helpers.js";
 import { TcpProxy } from "../../test/tcp-proxy.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
@@ -101,6 +101,11 @@ describe("Informer", () => {
     expect(informer.get("c", ns)?.data?.name).toBe("c");
     await client.create(configMap(ns, "f"));
     await until(() => informer.size === 6, 10_000, "the watch after the initial state");
+    // A server without WatchList (Kubernetes 1.33) refuses the streaming list once; the informer
+    // falls back to LIST and carries on.
+    const refused =
+      "watchList" in strategy && !(await serverFeatureEnabled(plane.kubeconfigPath, "WatchList"));
+    expect(informer.stats.watchListFallbacks).toBe(refused ? 1 : 0);
     await informer.stop();
   });
 

@@ -97,10 +97,12 @@ export interface ReflectorStats {
   lists: number;
   watches: number;
   relistsAfterGone: number;
+  /** Times `watchList` was asked for but the server refused streaming lists (WatchList off, < 1.34). */
+  watchListFallbacks: number;
 }
 
 export class Reflector<T extends KubeObject> {
-  readonly stats: ReflectorStats = { lists: 0, watches: 0, relistsAfterGone: 0 };
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, relistsAfterGone: 0, watchListFallbacks: 0 };
   private resourceVersion = "";
   private state: ReflectorState = "stopped";
   private readonly backoff: BackoffOptions;
@@ -140,6 +142,7 @@ export class Reflector<T extends KubeObject> {
             } catch (error) {
               if (!this.needList || !isWatchListUnsupported(error)) throw error;
               watchList = false; // This server has no streaming lists: use LIST from now on.
+              this.stats.watchListFallbacks++;
             }
           }
           await this.list(signal);

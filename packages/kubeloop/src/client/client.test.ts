@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection } from "../../test/helpers.js";
+import { namespaces, rejection, serverFeatureEnabled } from "../../test/helpers.js";
 import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
@@ -454,11 +454,15 @@ describe("Raw watch", () => {
     await client.create(configMap(ns, "one"));
     await client.create(configMap(ns, "two"));
     const seen: string[] = [];
-    for await (const event of client.watch(ConfigMap, {
-      namespace: ns,
-      sendInitialEvents: true,
-      resourceVersionMatch: "NotOlderThan",
-    })) {
+    const options = { namespace: ns, sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" } as const;
+    if (!(await serverFeatureEnabled(plane.kubeconfigPath, "WatchList"))) {
+      // Kubernetes 1.33 ships WatchList off: the request must fail plainly, never hang or half-list.
+      const error = await rejection(client.watch(ConfigMap, options)[Symbol.asyncIterator]().next());
+      expect(error).toBeInstanceOf(Invalid);
+      expect(error.message).toMatch(/sendInitialEvents is forbidden .*WatchList feature/);
+      return;
+    }
+    for await (const event of client.watch(ConfigMap, options)) {
       if (event.type === "BOOKMARK") {
         expect(event.object.metadata?.annotations?.["k8s.io/initial-events-end"]).toBe("true");
         break;
