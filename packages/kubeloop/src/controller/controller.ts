@@ -449,19 +449,31 @@ export class Controller<T extends KubeObject> {
 
   private readonly cacheReader: CacheReader = {
     get: <U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string) =>
-      this.watchedInformer(type).get(name, namespace) as U | undefined,
+      this.watchedInformer(type, namespace).get(name, namespace) as U | undefined,
     list: <U extends KubeObject>(
       type: ResourceType<U>,
       filter?: { namespace?: string; labels?: Record<string, string> },
-    ) => this.watchedInformer(type).list(filter) as U[],
+    ) => this.watchedInformer(type, filter?.namespace).list(filter) as U[],
   };
 
-  private watchedInformer(type: ResourceType): InformerView<KubeObject> {
+  /**
+   * The cache of a type the reconciler reads. A read in a namespace this controller does not watch
+   * is an error, not an empty answer: nothing there is cached, and a silent "none" would be acted on.
+   */
+  private watchedInformer(type: ResourceType, namespace: string | undefined): InformerView<KubeObject> {
     const informer = this.informers.get(typeKeyOf(type.apiVersion, type.kind));
     if (!informer) {
       throw new Error(
         `${type.kind} is not cached by controller "${this.name}": add .owns(${type.kind}) or .watches(${type.kind}, …) ` +
           "so that its changes also trigger reconciles, or read it with ctx.client.",
+      );
+    }
+    const watched = this.namespaces;
+    if (namespace && watched && type.namespaced !== false && !watched.includes(namespace)) {
+      throw new Error(
+        `${type.kind} in namespace "${namespace}" is not cached by controller "${this.name}": it watches ` +
+          `${watched.map((ns) => `"${ns}"`).join(", ")} only (its .inNamespace(s), or the Manager's namespaces / ` +
+          "WATCH_NAMESPACE). Read it with ctx.client, or watch that namespace too.",
       );
     }
     return informer;

@@ -229,6 +229,7 @@ describe("Manager watching some namespaces", () => {
 describe("A controller's own namespaces", () => {
   it("watch namespaced types per namespace and cluster-scoped ones cluster-wide; a mapping to an unwatched namespace is dropped", async () => {
     const reconciled: string[] = [];
+    let unwatchedRead: unknown;
     const labeller = controller(ConfigMap)
       .named("labeller")
       .inNamespaces(WATCHED)
@@ -236,6 +237,12 @@ describe("A controller's own namespaces", () => {
       .watches(Namespace, (ns) => ({ namespace: ns.metadata?.name, name: "settings" }))
       .reconcile((_cm, ctx) => {
         reconciled.push(ctx.key);
+        // Nothing of team-c is cached: reading there is an error, never a silent "none".
+        try {
+          ctx.cache.list(ConfigMap, { namespace: "team-c" });
+        } catch (error) {
+          unwatchedRead = error;
+        }
       });
     const manager = new Manager({
       client: admin,
@@ -267,6 +274,11 @@ describe("A controller's own namespaces", () => {
     await manager.stop();
     await running;
     expect(reconciled).not.toContain("team-c/settings");
+    expect((unwatchedRead as Error | undefined)?.message).toBe(
+      'ConfigMap in namespace "team-c" is not cached by controller "labeller": it watches "team-a", "team-b" ' +
+        "only (its .inNamespace(s), or the Manager's namespaces / WATCH_NAMESPACE). Read it with ctx.client, " +
+        "or watch that namespace too.",
+    );
   });
 });
 
