@@ -20,6 +20,7 @@ import { ControlPlaneError, quoteLog } from "./errors.js";
 import { auditLogPathIn, hardenedApiServerArgs } from "./hardened.js";
 import { AdminHttp } from "./http.js";
 import { renderKubeconfig } from "./kubeconfig.js";
+import { composeKwokStages, type PodBehaviour, validatePodBehaviours } from "./kwok-stages.js";
 import { CertificateAuthority, generateKeyPair } from "./pki.js";
 import { freePorts } from "./ports.js";
 import { type Exit, ManagedProcess } from "./process.js";
@@ -82,6 +83,20 @@ export interface ControlPlaneOptions {
    * ```
    */
   hardened?: boolean;
+  /**
+   * Pods on the `cluster` profile's fake nodes that misbehave on purpose (never Ready, crash-looping,
+   * Ready after a delay), selected by image tag or label; every other pod becomes Ready at once.
+   * See kwok-stages.ts.
+   *
+   * @example
+   * ```ts
+   * const plane = await new ControlPlane({
+   *   profile: "cluster",
+   *   podBehaviours: [{ pods: { imageTagContains: "broken" }, behaviour: "never-ready" }],
+   * }).start();
+   * ```
+   */
+  podBehaviours?: PodBehaviour[];
   /** Extra kube-apiserver flags (`--flag=value`), appended after ours so they win. */
   apiServerArgs?: string[];
   /** Time allowed for each start attempt. Default 90 s (a cold cluster profile on 2 busy cores). */
@@ -150,6 +165,11 @@ export class ControlPlane {
     const nodes = options.nodes ?? DEFAULT_NODES;
     if (!Number.isInteger(nodes) || nodes < 0)
       throw new ControlPlaneError(`nodes must be a whole number ≥ 0, got ${nodes}`);
+    if (options.podBehaviours?.length) {
+      if (this.profile !== "cluster")
+        throw new ControlPlaneError('podBehaviours need pods to run: use them with `profile: "cluster"`');
+      validatePodBehaviours(options.podBehaviours);
+    }
   }
 
   /** The plane's folder (certificates, kubeconfig, logs). */
@@ -466,7 +486,7 @@ export class ControlPlane {
       ]),
       this.spawn("kwok", binaries.kwok, [
         `--kubeconfig=${kubeconfigPath}`,
-        `--config=${this.require(kwokStages, "kwok stages")}`,
+        `--config=${this.kwokConfig(this.require(kwokStages, "kwok stages"))}`,
         "--manage-all-nodes=true",
         `--cidr=${POD_CIDR}`,
         `--node-ip=${HOST}`,
@@ -494,6 +514,15 @@ export class ControlPlane {
         (await probe(`https://${HOST}:${schedulerPort}/healthz`)),
       { timeoutMs: remaining(), abortIf },
     );
+  }
+
+  /** kwok's stages: the defaults, or with `podBehaviours` the composed set in the plane's folder. */
+  private kwokConfig(defaultsPath: string): string {
+    const behaviours = this.options.podBehaviours ?? [];
+    if (behaviours.length === 0) return defaultsPath;
+    const path = join(this.dir, "kwok-stages.yaml");
+    writeFileSync(path, composeKwokStages(readFileSync(defaultsPath, "utf8"), behaviours));
+    return path;
   }
 
   private writePki() {
@@ -622,7 +651,15 @@ export class ControlPlane {
     if (this.ownsDir && !this.keepLogs) {
       rmSync(dir, { recursive: true, force: true });
     } else {
-      for (const entry of ["etcd", "pki", "users", "kubeconfig", "admission.yaml", "audit-policy.yaml"])
+      for (const entry of [
+        "etcd",
+        "pki",
+        "users",
+        "kubeconfig",
+        "admission.yaml",
+        "audit-policy.yaml",
+        "kwok-stages.yaml",
+      ])
         rmSync(join(dir, entry), { recursive: true, force: true });
     }
   }

@@ -51,6 +51,13 @@ export {
 } from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
+export {
+  composeKwokStages,
+  DEFAULT_CRASH_RESTART_SECONDS,
+  type KwokStage,
+  type PodBehaviour,
+  type PodSelector,
+} from "./kwok-stages.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
 export {
   DEFAULT_POSTGRES_START_TIMEOUT_MS,
