@@ -1,3 +1,5 @@
+import { metricsServiceName, monitoringManifests } from "./monitoring.js";
+
 /**
  * The manifests that deploy an operator, as `kubeloop generate --image` writes them to
  * config/manager/: its namespace, service account, the bindings of the generated RBAC to it, the
@@ -24,11 +26,59 @@ export interface RoleScopes {
   namespaces: string[];
 }
 
-/** Port defaults shared with the Manager (metrics 8080, probes 8081). */
-const METRICS_PORT = 8080;
+/** Port defaults shared with the Manager (secure metrics 8443, probes 8081). */
+const METRICS_PORT = 8443;
 const PROBES_PORT = 8081;
 const WEBHOOK_PORT = 9443;
 const CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
+
+/** The ClusterRole letting the manager create TokenReviews and SubjectAccessReviews (kubebuilder's metrics_auth_role). */
+export function metricsAuthRole(name: string): string {
+  return `${name}-metrics-auth`;
+}
+
+/** The ClusterRole to bind to whoever scrapes `/metrics` (kubebuilder's metrics_reader_role; not bound here). */
+export function metricsReaderRole(name: string): string {
+  return `${name}-metrics-reader`;
+}
+
+/** The ClusterRoles of secure metrics, for config/rbac/metrics-roles.yaml. */
+export function metricsRoles(name: string): object[] {
+  const rbac = "rbac.authorization.k8s.io/v1";
+  return [
+    {
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: metricsAuthRole(name) },
+      rules: [
+        { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+        { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
+      ],
+    },
+    {
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: metricsReaderRole(name) },
+      rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
+    },
+  ];
+}
+
+/** The manager's pod labels (the Deployment's selector, the Services' and the monitors'). */
+export function managerLabels(name: string): Record<string, string> {
+  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
+}
+
+/** The manifests of monitoring and the network policy (opt-in), for config/prometheus, grafana, network-policy. */
+export function optInManifests(name: string, namespace: string, webhooks: boolean): [string, object[]][] {
+  return monitoringManifests({
+    name,
+    namespace,
+    labels: managerLabels(name),
+    metricsPort: METRICS_PORT,
+    ...(webhooks ? { webhookPort: WEBHOOK_PORT } : {}),
+  });
+}
 
 /** The Secret with the webhook server's `tls.crt` and `tls.key` (cert-manager's layout). */
 export function webhookCertSecret(name: string): string {
@@ -48,7 +98,7 @@ export function deployManifests({
   watchNamespaces,
 }: ManifestOptions): [string, object[]][] {
   const subjects = [{ kind: "ServiceAccount", name, namespace }];
-  const labels = { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
+  const labels = managerLabels(name);
   const files: [string, object[]][] = [
     [
       "namespace.yaml",
@@ -60,7 +110,18 @@ export function deployManifests({
         },
       ],
     ],
-    ["service-account.yaml", [{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace } }]],
+    [
+      "service-account.yaml",
+      [
+        {
+          apiVersion: "v1",
+          kind: "ServiceAccount",
+          metadata: { name, namespace },
+          // No token in pods that merely use this account; the manager's pod asks for one.
+          automountServiceAccountToken: false,
+        },
+      ],
+    ],
     [
       "role-bindings.yaml",
       [
@@ -92,6 +153,24 @@ export function deployManifests({
       ],
     ],
     [
+      // Secure metrics: the manager asks the API who a scraper is and whether it may read. A
+      // ClusterRoleBinding even for an operator confined to namespaces: reviews are cluster-scoped.
+      "metrics-auth-binding.yaml",
+      [
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRoleBinding",
+          metadata: { name: metricsAuthRole(name) },
+          roleRef: {
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "ClusterRole",
+            name: metricsAuthRole(name),
+          },
+          subjects,
+        },
+      ],
+    ],
+    [
       "deployment.yaml",
       [
         {
@@ -106,6 +185,7 @@ export function deployManifests({
               metadata: { labels },
               spec: {
                 serviceAccountName: name,
+                automountServiceAccountToken: true, // the manager talks to the API
                 securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
                 terminationGracePeriodSeconds: 40, // the manager's 30 s graceful shutdown, plus margin
                 containers: [
@@ -123,6 +203,9 @@ export function deployManifests({
                       ...(watchNamespaces?.length
                         ? [{ name: "WATCH_NAMESPACE", value: watchNamespaces.join(",") }]
                         : []),
+                      // HTTPS behind TokenReview + SubjectAccessReview; self-signed unless
+                      // METRICS_CERT_DIR names a mounted certificate.
+                      { name: "METRICS_SECURE", value: "true" },
                       { name: "METRICS_PORT", value: String(METRICS_PORT) },
                       { name: "PROBE_PORT", value: String(PROBES_PORT) },
                       ...(webhooks
@@ -162,7 +245,15 @@ export function deployManifests({
                   },
                 ],
                 ...(webhooks
-                  ? { volumes: [{ name: "webhook-certs", secret: { secretName: webhookCertSecret(name) } }] }
+                  ? {
+                      volumes: [
+                        {
+                          name: "webhook-certs",
+                          // Owner-read only (0400): the key is for the manager's eyes.
+                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o400 },
+                        },
+                      ],
+                    }
                   : {}),
               },
             },
@@ -176,8 +267,11 @@ export function deployManifests({
         {
           apiVersion: "v1",
           kind: "Service",
-          metadata: { name: `${name}-metrics`, namespace, labels },
-          spec: { selector: labels, ports: [{ name: "metrics", port: METRICS_PORT, targetPort: "metrics" }] },
+          metadata: { name: metricsServiceName(name), namespace, labels },
+          spec: {
+            selector: labels,
+            ports: [{ name: "https", port: METRICS_PORT, targetPort: "metrics", protocol: "TCP" }],
+          },
         },
       ],
     ],

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/tls.js";
 import type { MetricsSource } from "./metrics.js";
 
 /**
@@ -60,6 +62,21 @@ export interface HealthServerOptions {
   closeGraceMs?: number;
   /** Errors of the listening server (e.g. out of file descriptors), for logs; they never crash the process. */
   onError?: (error: Error) => void;
+  /**
+   * Serve HTTPS with this certificate: given as PEM, or a {@link CertificateFolder} read at start
+   * (an error naming the path if it cannot be) and re-read every `certCheckIntervalMs` when it
+   * changes. Default: plain HTTP.
+   */
+  tls?: ServingCertificate | CertificateFolder;
+  /** How often a certificate folder is checked for new files. Default 10 s (as the webhook server). */
+  certCheckIntervalMs?: number;
+  /** The certificate in use expires at this time (seconds since the epoch): at start and on reload. */
+  onCertificate?: (expirySeconds: number) => void;
+  /**
+   * Decides who may read `/metrics` (e.g. `MetricsAuthorizer.check`): undefined to serve, or the
+   * status and reason to answer with instead. Default: everyone may (probes are never guarded).
+   */
+  authorizeMetrics?: (request: IncomingMessage) => Promise<{ status: number; reason: string } | undefined>;
 }
 
 /** The server could not bind its address: the port is taken, not permitted, or the host unknown. */
@@ -87,7 +104,7 @@ interface CheckResult {
 }
 
 /**
- * Health probes and metrics over plain HTTP (node:http).
+ * Health probes and metrics over plain HTTP (node:http), or HTTPS with `tls`.
  *
  * @example
  * ```ts
@@ -108,8 +125,9 @@ export class HealthServer {
     healthz: new Map(),
     readyz: new Map(),
   };
-  private server: Server | undefined;
+  private server: Server | HttpsServer | undefined;
   private closing: Promise<void> | undefined;
+  private certTimer: NodeJS.Timeout | undefined;
 
   constructor(options: HealthServerOptions = {}) {
     this.options = options;
@@ -139,12 +157,33 @@ export class HealthServer {
     if (this.server) throw new Error("The health server was already started");
     const port = this.options.port ?? DEFAULT_HEALTH_PROBE_PORT;
     const host = this.options.host;
-    const server = createServer((request, response) => {
+    const handler = (request: IncomingMessage, response: ServerResponse) => {
       this.handle(request, response).catch((error: unknown) => {
         if (!response.headersSent) this.send(response, 500, `internal server error: ${reasonOf(error)}\n`);
         else response.destroy();
       });
-    });
+    };
+    const { tls } = this.options;
+    let server: Server | HttpsServer;
+    if (tls) {
+      const certificate = tls instanceof CertificateFolder ? tls.read() : tls;
+      this.options.onCertificate?.(expiryOf(certificate.cert));
+      const https = createHttpsServer(certificate, handler);
+      server = https;
+      if (tls instanceof CertificateFolder) {
+        this.certTimer = setInterval(() => {
+          try {
+            if (tls.reloadInto(https) && tls.certificate)
+              this.options.onCertificate?.(expiryOf(tls.certificate.cert));
+          } catch (error) {
+            this.options.onError?.(error as Error); // keep the certificate in use; retry next time
+          }
+        }, this.options.certCheckIntervalMs ?? 10_000);
+        this.certTimer.unref();
+      }
+    } else {
+      server = createServer(handler);
+    }
     this.server = server;
     try {
       await new Promise<void>((resolve, reject) => {
@@ -156,6 +195,7 @@ export class HealthServer {
         });
       });
     } catch (error) {
+      clearInterval(this.certTimer);
       this.server = undefined;
       throw listenError(error, host, port, this.serves());
     }
@@ -165,6 +205,7 @@ export class HealthServer {
   close(): Promise<void> {
     const server = this.server;
     if (!server) return Promise.resolve();
+    clearInterval(this.certTimer);
     this.closing ??= new Promise<void>((resolve) => {
       const timer = setTimeout(
         () => server.closeAllConnections(),
@@ -203,6 +244,11 @@ export class HealthServer {
     }
     if (first === "metrics" && second === undefined && this.options.metrics) {
       const metrics = this.options.metrics;
+      const denied = await this.options.authorizeMetrics?.(request);
+      if (denied) {
+        this.send(response, denied.status, `${denied.reason}\n`);
+        return;
+      }
       let text: string;
       try {
         text = await metrics.text();

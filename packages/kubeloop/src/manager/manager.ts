@@ -9,11 +9,13 @@ import type { KubeObject } from "../client/types.js";
 import { checkNamespaces } from "../controller/builder.js";
 import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/controller.js";
 import { EventRecorder } from "../resources/events.js";
+import { CertificateFolder, selfSignedCertificate } from "../util/tls.js";
 import type { WebhookDefinition } from "../webhook/define-webhooks.js";
 import { DEFAULT_WEBHOOK_PORT, WebhookServer, type WebhookServerOptions } from "../webhook/server.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
+import { type MetricsAuthOptions, MetricsAuthorizer } from "./metrics-auth.js";
 
 /**
  * The manager runs controllers as one process: a client, shared informers, leader election,
@@ -62,10 +64,12 @@ export interface ManagerOptions {
   /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
   probes?: false | { port?: number; host?: string };
   /**
-   * `/metrics`. Default port 8080 (controller-runtime's); the probes' port to share it; `false` for
-   * none, and then no process and Node.js metrics are collected either.
+   * `/metrics`. `false` for none, and then no process and Node.js metrics are collected either.
+   * Secure (HTTPS, readers authenticated by TokenReview and authorized by SubjectAccessReview, as
+   * controller-runtime serves it) on port 8443 in a cluster; plain HTTP on 127.0.0.1:8080 outside
+   * one (`kubeloop run`, `npm start`): see {@link MetricsServing}.
    */
-  metrics?: false | { port?: number; host?: string };
+  metrics?: false | MetricsServing;
   /**
    * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
    * from `$WEBHOOK_CERT_DIR` or /tmp/k8s-webhook-server/serving-certs (controller-runtime's). It
@@ -88,11 +92,44 @@ export interface ManagerOptions {
   onLeadershipLost?: (error: Error) => void;
 }
 
+/** Where and how `/metrics` is served. */
+export interface MetricsServing {
+  /**
+   * Default {@link DEFAULT_SECURE_METRICS_PORT} (kubebuilder's) when secure, else
+   * {@link DEFAULT_METRICS_PORT}; the probes' port to share it (plain HTTP only); 0 for a free port.
+   */
+  port?: number;
+  /**
+   * The address to bind. Default: every interface when secure or in a cluster (Prometheus scrapes
+   * the pod's IP); 127.0.0.1 for plain HTTP outside one, so unauthenticated metrics stay on the machine.
+   */
+  host?: string;
+  /**
+   * HTTPS, and only callers the API allows `get` on the non-resource URL `/metrics` (the
+   * `metrics-reader` ClusterRole) may read; the manager's service account needs `create` on
+   * tokenreviews and subjectaccessreviews (`kubeloop generate` binds it). Default:
+   * `$METRICS_SECURE` (`true`/`false`), else true in a cluster (`$KUBERNETES_SERVICE_HOST` set,
+   * as client-go detects it) and false outside one: a developer's `curl localhost:8080/metrics`
+   * just works, a pod's metrics are never open to the cluster network.
+   */
+  secure?: boolean;
+  /**
+   * The serving certificate's folder (`tls.crt`, `tls.key`; a mounted Secret), re-read when it
+   * changes. Default `$METRICS_CERT_DIR`; unset, a self-signed certificate is made at start
+   * (the generated ServiceMonitor then skips verification, as kubebuilder's does).
+   */
+  certDir?: string;
+  /** The review caches' TTLs and timeout (defaults: controller-runtime's). */
+  auth?: MetricsAuthOptions;
+}
+
 /** controller-runtime's CacheSyncTimeout default. */
 export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 /** controller-runtime's GracefulShutdownTimeout default. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
 export const DEFAULT_METRICS_PORT = 8080;
+/** kubebuilder's port for secure metrics (`--metrics-bind-address=:8443`). */
+export const DEFAULT_SECURE_METRICS_PORT = 8443;
 export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
 
 /**
@@ -149,7 +186,15 @@ export class Manager {
     this.logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? "info" });
     // Unserved, the process and Node.js collectors (event-loop and GC observers) would only cost.
     this.metrics = new Metrics({ defaultMetrics: options.metrics !== false });
+    this.metricsSecure = options.metrics === false ? false : metricsSecure(options.metrics?.secure);
+    if (this.metricsSecure && this.sharesPort)
+      throw new TypeError(
+        `Secure metrics (HTTPS) cannot share the probes' plain-HTTP port ${DEFAULT_PROBES_PORT}: give metrics a port of their own, or secure: false`,
+      );
   }
+
+  /** Whether `/metrics` is served over HTTPS behind TokenReview and SubjectAccessReview. */
+  readonly metricsSecure: boolean;
 
   get client(): Client {
     if (!this.clientInstance) throw new Error("The manager has not started: no client yet");
@@ -176,7 +221,9 @@ export class Manager {
     const metrics = this.options.metrics;
     if (probes === false || metrics === false) return false;
     const probePort = probes?.port ?? DEFAULT_PROBES_PORT;
-    return probePort !== 0 && probePort === (metrics?.port ?? DEFAULT_METRICS_PORT);
+    const metricsPort =
+      metrics?.port ?? (this.metricsSecure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT);
+    return probePort !== 0 && probePort === metricsPort;
   }
 
   get isLeader(): boolean {
@@ -253,6 +300,13 @@ export class Manager {
         ),
       );
     }
+    this.metrics.observeInformers(() =>
+      registry.informers.map((informer) => ({
+        kind: informer.type.kind,
+        namespace: informer.namespace ?? "",
+        healthy: informer.health.synced && !informer.health.lastError,
+      })),
+    );
     await this.waitForSync(registry);
     this.logger.info({ informers: registry.informers.length }, "caches synced");
     const election = this.options.leaderElection;
@@ -326,21 +380,62 @@ export class Manager {
         ...options,
         port: options.port ?? Number(process.env.WEBHOOK_PORT || DEFAULT_WEBHOOK_PORT),
         ...(options.cert ? {} : { certDir: options.certDir ?? defaultCertDir() }),
+        metrics: options.metrics ?? this.metrics.webhooks(),
       }).register(...this.webhookDefinitions);
       await webhooks.start();
       this.webhookServer = webhooks;
       this.logger.info({ port: webhooks.port, paths: webhooks.paths }, "webhooks serving");
     }
     if (metrics !== false && !this.sharesPort) {
+      const secure = this.metricsSecure;
+      const host = metrics?.host ?? (secure || inCluster() ? undefined : "127.0.0.1");
       const server = new HealthServer({
-        port: metrics?.port ?? DEFAULT_METRICS_PORT,
+        port: metrics?.port ?? (secure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT),
         metrics: this.metrics,
         probes: false,
-        ...(metrics?.host ? { host: metrics.host } : {}),
+        ...(host ? { host } : {}),
+        ...(secure ? this.secureMetrics(metrics ?? {}) : {}),
+        onError: (error) => this.logger.warn({ err: error }, "metrics server"),
       });
       await server.start();
       this.metricsServer = server;
+      this.logger.info(
+        { port: server.port, secure, ...(host ? { host } : {}) },
+        secure
+          ? "metrics serving (HTTPS, TokenReview + SubjectAccessReview)"
+          : "metrics serving (plain HTTP)",
+      );
     }
+  }
+
+  /** HTTPS with the mounted or a self-signed certificate, and only readers the API allows. */
+  private secureMetrics(
+    serving: MetricsServing,
+  ): Pick<
+    ConstructorParameters<typeof HealthServer>[0] & object,
+    "tls" | "authorizeMetrics" | "onCertificate"
+  > {
+    const certDir = serving.certDir ?? process.env.METRICS_CERT_DIR;
+    const authorizer = new MetricsAuthorizer(this.client, serving.auth);
+    return {
+      tls: certDir
+        ? new CertificateFolder(certDir, {
+            purpose: "metrics",
+            hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
+          })
+        : selfSignedCertificate(["localhost", "127.0.0.1", process.env.HOSTNAME || "kubeloop-metrics"]),
+      onCertificate: (expiry) => this.metrics.certificateExpiry("metrics", expiry),
+      authorizeMetrics: async (request) => {
+        const access = await authorizer.check(
+          request.headers.authorization,
+          request.method ?? "GET",
+          "/metrics",
+        );
+        if (access.allowed) return undefined;
+        if (access.status === 500) this.logger.warn({ reason: access.reason }, "metrics: a review failed");
+        return { status: access.status, reason: access.reason };
+      },
+    };
   }
 
   /**
@@ -457,6 +552,21 @@ function defaultNamespace(client: Client): string {
   if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
   if (existsSync(SERVICE_ACCOUNT_NAMESPACE)) return readFileSync(SERVICE_ACCOUNT_NAMESPACE, "utf8").trim();
   return client.defaultNamespace;
+}
+
+/** In a pod: client-go's test for in-cluster config. */
+function inCluster(): boolean {
+  return Boolean(process.env.KUBERNETES_SERVICE_HOST);
+}
+
+/** The `secure` option, else `$METRICS_SECURE`, else whether we run in a cluster. */
+function metricsSecure(option: boolean | undefined): boolean {
+  if (option !== undefined) return option;
+  const value = process.env.METRICS_SECURE;
+  if (value === undefined || value === "") return inCluster();
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new TypeError(`METRICS_SECURE="${value}" must be "true" or "false"`);
 }
 
 function defaultCertDir(): string {

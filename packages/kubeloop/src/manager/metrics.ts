@@ -25,6 +25,10 @@ import type { LeaderElectionMetrics } from "./leader-election.js";
  * | `rest_client_requests_total` | `code`, `method`, `host` | {@link Metrics.restClient} |
  * | `leader_election_master_status` | `name` | {@link Metrics.leaderElection} |
  * | `leader_election_slowpath_total` | `name` | {@link Metrics.leaderElection} |
+ * | `controller_runtime_webhook_requests_total` | `webhook`, `code` | {@link Metrics.webhooks} |
+ * | `controller_runtime_webhook_latency_seconds` | `webhook` | {@link Metrics.webhooks} |
+ * | `kubeloop_informer_watch_healthy` | `kind`, `namespace` | {@link Metrics.observeInformers}, read when scraped |
+ * | `kubeloop_certificate_expiration_timestamp_seconds` | `server` | {@link Metrics.certificateExpiry} |
  * | `process_*`, `nodejs_*` | — | prom-client's default collectors (Go operators have `process_*`, `go_*`) |
  */
 
@@ -88,6 +92,14 @@ export interface WorkqueueMetrics extends Required<QueueMetrics> {
 /** The transport's `onResponse` hook (`new Client(config, { onResponse })`). */
 export type ResponseHook = NonNullable<TransportOptions["onResponse"]>;
 
+/** An informer's health as `kubeloop_informer_watch_healthy` shows it. */
+export interface InformerReading {
+  kind: string;
+  /** Empty for a cluster-wide informer. */
+  namespace: string;
+  healthy: boolean;
+}
+
 /** What a server needs to serve `/metrics` (a {@link Metrics} has it); lets servers stay free of prom-client. */
 export interface MetricsSource {
   /** The exposition format's content type, for the response header. */
@@ -148,6 +160,10 @@ export class Metrics implements MetricsSource {
   private readonly restRequests: Counter<"code" | "method" | "host">;
   private readonly leaderStatus: Gauge<"name">;
   private readonly leaderSlowpath: Counter<"name">;
+  private readonly webhookRequests: Counter<"webhook" | "code">;
+  private readonly webhookLatency: Histogram<"webhook">;
+  private readonly certificateExpiration: Gauge<"server">;
+  private informerReadings: (() => readonly InformerReading[]) | undefined;
 
   private readonly controllers = new Map<string, ControllerMetrics>();
   private readonly queues = new Map<string, WorkqueueMetrics>();
@@ -297,7 +313,74 @@ export class Metrics implements MetricsSource {
       registers,
     });
 
+    // controller-runtime: pkg/webhook/internal/metrics/metrics.go.
+    this.webhookRequests = new Counter({
+      name: "controller_runtime_webhook_requests_total",
+      help: "Total number of admission requests by HTTP status code.",
+      labelNames: ["webhook", "code"],
+      registers,
+    });
+    this.webhookLatency = new Histogram({
+      name: "controller_runtime_webhook_latency_seconds",
+      help: "Histogram of the latency of processing admission requests",
+      labelNames: ["webhook"],
+      registers,
+    });
+    // kubeloop's own: what the alerts on watches and certificates need.
+    const metrics = this;
+    new Gauge({
+      name: "kubeloop_informer_watch_healthy",
+      help:
+        "1 when the informer has synced and its last list/watch succeeded, 0 while it fails (e.g. Forbidden) " +
+        "or has not synced. 'namespace' is empty for a cluster-wide informer.",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect() {
+        this.reset();
+        for (const informer of metrics.informerReadings?.() ?? []) {
+          this.set({ kind: informer.kind, namespace: informer.namespace }, informer.healthy ? 1 : 0);
+        }
+      },
+    });
+    this.certificateExpiration = new Gauge({
+      name: "kubeloop_certificate_expiration_timestamp_seconds",
+      help: "When the serving certificate in use expires, in seconds since the epoch, by server (webhook, metrics).",
+      labelNames: ["server"],
+      registers,
+    });
+
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  }
+
+  /**
+   * Publishes `kubeloop_informer_watch_healthy{kind,namespace}` from `read()`, called when scraped
+   * (the manager passes its informers' health).
+   */
+  observeInformers(read: () => readonly InformerReading[]): void {
+    this.informerReadings = read;
+  }
+
+  /** Sets `kubeloop_certificate_expiration_timestamp_seconds{server}`. */
+  certificateExpiry(server: string, expirySeconds: number): void {
+    this.certificateExpiration.set({ server }, expirySeconds);
+  }
+
+  /**
+   * The webhook server's hooks: `controller_runtime_webhook_requests_total{webhook,code}` and
+   * `controller_runtime_webhook_latency_seconds{webhook}` (webhook = the path), and the
+   * certificate's expiry under `server="webhook"`.
+   */
+  webhooks(): {
+    requested(path: string, code: number, seconds: number): void;
+    certificateExpiry(seconds: number): void;
+  } {
+    return {
+      requested: (path, code, seconds) => {
+        this.webhookRequests.inc({ webhook: path, code: String(code) });
+        this.webhookLatency.observe({ webhook: path }, seconds);
+      },
+      certificateExpiry: (seconds) => this.certificateExpiry("webhook", seconds),
+    };
   }
 
   /** The Prometheus text format's content type (`text/plain; version=0.0.4; charset=utf-8`). */

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:https";
-import { join } from "node:path";
+import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { KubeObject } from "../client/types.js";
 import { versionOf } from "../resources/identify.js";
+import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/tls.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
 
@@ -61,7 +61,22 @@ export interface WebhookServerOptions {
   host?: string;
   /** How often the cert folder is checked for new files. Default 10 s. */
   certCheckIntervalMs?: number;
+  /** Metric hooks (the manager's `controller_runtime_webhook_*` and certificate expiry). */
+  metrics?: WebhookMetrics;
 }
+
+/** What the webhook server reports, for metrics. */
+export interface WebhookMetrics {
+  /**
+   * A review was answered: its path, a status code (the HTTP one; 500 for a webhook that threw,
+   * though the review itself is answered with 200 and a denial) and its duration in seconds.
+   */
+  requested(path: string, code: number, seconds: number): void;
+  /** The serving certificate in use expires at this time (seconds since the epoch); on start and reload. */
+  certificateExpiry?(seconds: number): void;
+}
+
+const tracer = trace.getTracer("kubeloop");
 
 export const DEFAULT_WEBHOOK_PORT = 9443;
 
@@ -114,15 +129,29 @@ const REVIEW_API_VERSION = {
   ConversionReview: "apiextensions.k8s.io/v1",
 };
 
+/** The message of a review the webhook failed to answer (it threw, or a conversion failed). */
+function failureOf(response: Record<string, unknown>): string | undefined {
+  const status = response.status as { code?: number; message?: string } | undefined;
+  if (status?.code === 500) return status.message ?? "webhook error";
+  const result = response.result as { status?: string; message?: string } | undefined;
+  if (result?.status === "Failure") return result.message ?? "conversion failed";
+  return undefined;
+}
+
 export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
   private server: Server | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private certStamp = "";
+  private readonly certFolder: CertificateFolder | undefined;
 
   constructor(private readonly options: WebhookServerOptions) {
     if (!options.certDir && !(options.cert && options.key))
       throw new TypeError("WebhookServer needs certDir, or cert and key");
+    if (options.certDir)
+      this.certFolder = new CertificateFolder(options.certDir, {
+        purpose: "webhook",
+        hint: "mount the serving certificate there, or set WEBHOOK_CERT_DIR",
+      });
   }
 
   get port(): number {
@@ -216,31 +245,56 @@ export class WebhookServer {
 
   async start(): Promise<void> {
     const server = createServer(this.readTls(), (req, res) => {
-      const handler = this.handlers.get((req.url ?? "").split("?")[0] ?? "");
+      const path = (req.url ?? "").split("?")[0] ?? "";
+      const handler = this.handlers.get(path);
       if (!handler || req.method !== "POST") {
         res.writeHead(404).end();
         return;
       }
+      const started = performance.now();
+      const answer = (code: number, reported = code) => {
+        this.options.metrics?.requested(path, reported, (performance.now() - started) / 1000);
+        return res.writeHead(code, code === 200 ? { "content-type": "application/json" } : {});
+      };
+      // The API server sends W3C trace context when its own tracing is on: the span joins its trace.
+      const parent = propagation.extract(context.active(), req.headers);
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
-      req.on("end", async () => {
-        let review: { request?: AdmissionRequest & ConversionRequest };
-        try {
-          review = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-        } catch {
-          res.writeHead(400).end("not JSON");
-          return;
-        }
-        if (!review.request) {
-          res.writeHead(400).end(`no request in the ${handler.review}`);
-          return;
-        }
-        const response = await handler.run(review.request);
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({ apiVersion: REVIEW_API_VERSION[handler.review], kind: handler.review, response }),
-        );
-      });
+      req.on("end", () =>
+        tracer.startActiveSpan(
+          `webhook ${path}`,
+          { kind: SpanKind.SERVER, attributes: { "url.path": path, "k8s.review": handler.review } },
+          parent,
+          async (span) => {
+            try {
+              let review: { request?: AdmissionRequest & ConversionRequest };
+              try {
+                review = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+              } catch {
+                answer(400).end("not JSON");
+                return;
+              }
+              if (!review.request) {
+                answer(400).end(`no request in the ${handler.review}`);
+                return;
+              }
+              const response = await handler.run(review.request);
+              const failure = failureOf(response);
+              const failed = failure !== undefined;
+              if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
+              answer(200, failed ? 500 : 200).end(
+                JSON.stringify({
+                  apiVersion: REVIEW_API_VERSION[handler.review],
+                  kind: handler.review,
+                  response,
+                }),
+              );
+            } finally {
+              span.end();
+            }
+          },
+        ),
+      );
     });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -263,36 +317,21 @@ export class WebhookServer {
 
   /** New connections get the new certificate; open ones keep theirs until they close. */
   reloadIfChanged(): boolean {
-    const dir = this.options.certDir;
-    if (!dir || !this.server) return false;
-    const stamp = this.stampOf(dir);
-    if (stamp === this.certStamp) return false;
-    this.server.setSecureContext(this.readTls());
-    return true;
+    if (!this.certFolder || !this.server) return false;
+    const reloaded = this.certFolder.reloadInto(this.server);
+    if (reloaded && this.certFolder.certificate) this.reportExpiry(this.certFolder.certificate);
+    return reloaded;
   }
 
-  private readTls(): { cert: string; key: string } {
-    const dir = this.options.certDir;
-    if (!dir) return { cert: this.options.cert as string, key: this.options.key as string };
-    for (const file of ["tls.crt", "tls.key"]) {
-      if (!existsSync(join(dir, file)))
-        throw new Error(
-          `webhook certificate missing: ${join(dir, file)} (mount the serving certificate there, or set WEBHOOK_CERT_DIR)`,
-        );
-    }
-    this.certStamp = this.stampOf(dir);
-    return {
-      cert: readFileSync(join(dir, "tls.crt"), "utf8"),
-      key: readFileSync(join(dir, "tls.key"), "utf8"),
-    };
+  private readTls(): ServingCertificate {
+    const tls = this.certFolder
+      ? this.certFolder.read()
+      : { cert: this.options.cert as string, key: this.options.key as string };
+    this.reportExpiry(tls);
+    return tls;
   }
 
-  private stampOf(dir: string): string {
-    return ["tls.crt", "tls.key"]
-      .map((file) => {
-        const stat = statSync(join(dir, file));
-        return `${stat.mtimeMs}:${stat.size}`;
-      })
-      .join("|");
+  private reportExpiry(tls: ServingCertificate): void {
+    if (this.options.metrics?.certificateExpiry) this.options.metrics.certificateExpiry(expiryOf(tls.cert));
   }
 }

@@ -189,7 +189,11 @@ and the tests pick them up.
 | \`npx kubeloop deploy --image IMAGE\` / \`undeploy\` | the whole operator (CRDs, RBAC, namespace, Deployment) on the current cluster |
 
 Settings of \`src/main.ts\` (flag or environment): \`--metrics-port\`/\`METRICS_PORT\` (8080),
-\`--probe-port\`/\`PROBE_PORT\` (8081), \`--leader-elect\`/\`LEADER_ELECT=true\`.
+\`--probe-port\`/\`PROBE_PORT\` (8081), \`--leader-elect\`/\`LEADER_ELECT=true\`. In a cluster,
+/metrics is HTTPS and only readers bound to the \`${name}-metrics-reader\` ClusterRole may scrape it
+(\`METRICS_SECURE=false\` for plain HTTP); \`config/prometheus\`, \`config/grafana\` and
+\`config/network-policy\` hold an opt-in ServiceMonitor, alerts, a dashboard and a NetworkPolicy
+(see kubeloop's docs/observability.md).
 
 ## Ship it
 
@@ -204,7 +208,11 @@ function mainTs({ name }: ProjectOptions): string {
   return `// The operator's entry point: a Manager running every controller that ./controllers.ts exports and
 // serving every webhook that ./webhooks.ts exports. \`kubeloop run\` starts it against your cluster;
 // the image runs \`node src/main.ts\`. Settings, by flag or environment (the Deployment sets them):
-//   --metrics-port / METRICS_PORT   Prometheus /metrics (default 8080)
+//   --metrics-port / METRICS_PORT   Prometheus /metrics (default 8080; the Deployment sets 8443)
+//   METRICS_SECURE=true|false       HTTPS with TokenReview + SubjectAccessReview (default: true in a
+//                                   cluster, plain HTTP on 127.0.0.1 outside one); METRICS_CERT_DIR
+//                                   a mounted tls.crt/tls.key instead of a self-signed certificate
+//   OTEL_EXPORTER_OTLP_ENDPOINT     send traces there (OpenTelemetry's OTEL_* variables)
 //   --probe-port / PROBE_PORT       /healthz and /readyz (default 8081)
 //   --leader-elect / LEADER_ELECT=true   only one replica reconciles; the others stand by, warm
 //   --kubeconfig                    default: $KUBECONFIG, ~/.kube/config, or the pod's service account
