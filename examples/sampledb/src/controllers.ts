@@ -183,10 +183,19 @@ export function sampleDBControllers(options: SampleDBOptions) {
         // State first: a restart in the middle finds "Running" and starts the restore over.
         status =
           (
-            await ctx.status({
-              phase: reason === "Recovery" ? "Recovering" : "Restoring",
-              restore: { backup: source, phase: "Running", reason, startedAt: ctx.now().toISOString() },
-            })
+            await ctx.status(
+              {
+                phase: reason === "Recovery" ? "Recovering" : "Restoring",
+                restore: { backup: source, phase: "Running", reason, startedAt: ctx.now().toISOString() },
+              },
+              {
+                ready: {
+                  status: false,
+                  reason: reason === "Recovery" ? "Recovering" : "Restoring",
+                  message: `Restoring backup ${source}`,
+                },
+              },
+            )
           ).status ?? {};
         await restoreInto(db, server, names, uid, backup);
         ctx.event(
@@ -248,10 +257,15 @@ export function sampleDBControllers(options: SampleDBOptions) {
           ctx.event("Warning", "RoleKept", `The previous owner's roles stay: ${error.message}`),
         );
     }
-    const extensions = await servers.with(server, names.databaseName, async (client) => {
-      for (const extension of db.spec.extensions ?? []) await createExtension(client, extension);
-      return installedExtensions(client);
-    });
+    // A connection to the database itself only when an extension is missing from the last look.
+    const known = status.extensions;
+    const extensions =
+      known && (db.spec.extensions ?? []).every((e) => known.includes(e)) && state.exists
+        ? known
+        : await servers.with(server, names.databaseName, async (client) => {
+            for (const extension of db.spec.extensions ?? []) await createExtension(client, extension);
+            return installedExtensions(client);
+          });
 
     // 3. Backups: the last one, the schedule, retention, verification.
     const backups = backupsOf(db, ctx);

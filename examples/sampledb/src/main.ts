@@ -4,6 +4,7 @@
 //   --pg-bin / PG_BIN                the folder of pg_dump and pg_restore (default: PATH)
 //   --metrics-port / METRICS_PORT    (default 8080; 0 picks a free port)
 //   --probe-port / PROBE_PORT        (default 8081)
+//   --resync-seconds / RESYNC_SECONDS how often each database is looked at again (default 30)
 //   --leader-elect / LEADER_ELECT=true
 import { parseArgs } from "node:util";
 import { Manager } from "kubeloop";
@@ -15,6 +16,7 @@ const { values } = parseArgs({
     "pg-bin": { type: "string", default: process.env.PG_BIN },
     "metrics-port": { type: "string", default: process.env.METRICS_PORT ?? "8080" },
     "probe-port": { type: "string", default: process.env.PROBE_PORT ?? "8081" },
+    "resync-seconds": { type: "string", default: process.env.RESYNC_SECONDS ?? "30" },
     "leader-elect": { type: "boolean", default: process.env.LEADER_ELECT === "true" },
     kubeconfig: { type: "string", default: process.env.KUBECONFIG },
   },
@@ -24,6 +26,14 @@ const backupDir = values["backup-dir"];
 if (!backupDir) {
   process.stderr.write(
     "sampledb-operator: set the backup store with --backup-dir or BACKUP_DIR (a writable folder)" + "\n",
+  );
+  process.exit(2);
+}
+
+const resyncSeconds = Number(values["resync-seconds"]);
+if (!(resyncSeconds > 0)) {
+  process.stderr.write(
+    `sampledb-operator: --resync-seconds must be a number of seconds > 0, got "${values["resync-seconds"]}"\n`,
   );
   process.exit(2);
 }
@@ -38,6 +48,7 @@ const operator = sampleDBControllers({
   backupDir,
   tools: { binDir: values["pg-bin"] },
   registry: manager.metrics.registry,
+  resyncMs: resyncSeconds * 1000,
 });
 manager.add(operator.sampleDB).add(operator.sampleDBBackup);
 await manager.start();

@@ -17,6 +17,8 @@ export interface ServerAddress {
 
 const { escapeIdentifier: ident, escapeLiteral: literal } = pg;
 
+/** The database the operator connects to for server-wide work (PostgreSQL's default one). */
+const MAINTENANCE_DATABASE = "postgres";
 /** How long to wait for a server that does not answer before calling it unreachable. */
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Connections kept per server: reconciles of many databases on one server share them. */
@@ -34,8 +36,12 @@ export class Servers {
   async with<R>(
     server: ServerAddress,
     database: string,
-    work: (client: pg.PoolClient) => Promise<R>,
+    work: (client: pg.ClientBase) => Promise<R>,
   ): Promise<R> {
+    // Pooled: the maintenance database, where nearly all the work happens. A database's own
+    // connection (extensions, ownership) is opened for the job and closed: pools per database
+    // would hold a connection per SampleDB and exhaust the server's max_connections.
+    if (database !== MAINTENANCE_DATABASE) return this.once(server, database, work);
     const pool = this.pool(server, database);
     let client: pg.PoolClient;
     try {
@@ -49,6 +55,29 @@ export class Servers {
       throw classify(error, server);
     } finally {
       client.release();
+    }
+  }
+
+  private async once<R>(
+    server: ServerAddress,
+    database: string,
+    work: (client: pg.ClientBase) => Promise<R>,
+  ) {
+    const client = new pg.Client({
+      host: server.host,
+      port: server.port,
+      user: server.username,
+      password: server.password,
+      database,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
+    try {
+      await client.connect();
+      return await work(client);
+    } catch (error) {
+      throw classify(error, server);
+    } finally {
+      await client.end().catch(() => {});
     }
   }
 
@@ -163,7 +192,7 @@ export interface DatabaseState {
   connectionLimit: number | undefined;
 }
 
-export async function readDatabase(client: pg.PoolClient, name: string): Promise<DatabaseState> {
+export async function readDatabase(client: pg.ClientBase, name: string): Promise<DatabaseState> {
   const result = await client.query<{ owner: string; datconnlimit: number; comment: string | null }>(
     `select pg_get_userbyid(datdba) as owner, datconnlimit, shobj_description(oid, 'pg_database') as comment
        from pg_database where datname = $1`,
@@ -175,13 +204,13 @@ export async function readDatabase(client: pg.PoolClient, name: string): Promise
   return { exists: true, markedBy: marker, owner: row.owner, connectionLimit: row.datconnlimit };
 }
 
-export async function roleExists(client: pg.PoolClient, role: string): Promise<boolean> {
+export async function roleExists(client: pg.ClientBase, role: string): Promise<boolean> {
   const result = await client.query("select 1 from pg_roles where rolname = $1", [role]);
   return result.rowCount === 1;
 }
 
 /** The owner role: it owns the database and its objects, and nobody logs in as it. */
-export async function ensureOwnerRole(client: pg.PoolClient, owner: string): Promise<void> {
+export async function ensureOwnerRole(client: pg.ClientBase, owner: string): Promise<void> {
   if (!(await roleExists(client, owner))) await client.query(`create role ${ident(owner)} nologin`);
 }
 
@@ -190,7 +219,7 @@ export async function ensureOwnerRole(client: pg.PoolClient, owner: string): Pro
  * app creates is owned by the owner whichever login it used. Sets its password.
  */
 export async function ensureLoginRole(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   login: string,
   owner: string,
   password: string,
@@ -202,13 +231,13 @@ export async function ensureLoginRole(
 }
 
 /** Gives everything `from` owns in the connected database to `to`. */
-export async function reassignOwned(client: pg.PoolClient, from: string, to: string): Promise<void> {
+export async function reassignOwned(client: pg.ClientBase, from: string, to: string): Promise<void> {
   if (await roleExists(client, from)) await client.query(`reassign owned by ${ident(from)} to ${ident(to)}`);
 }
 
 /** Creates the database, owned by `owner`, marked as managed by `uid`. */
 export async function createDatabase(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   name: string,
   owner: string,
   connectionLimit: number,
@@ -220,12 +249,12 @@ export async function createDatabase(
   await markDatabase(client, name, uid);
 }
 
-export async function markDatabase(client: pg.PoolClient, name: string, uid: string): Promise<void> {
+export async function markDatabase(client: pg.ClientBase, name: string, uid: string): Promise<void> {
   await client.query(`comment on database ${ident(name)} is ${literal(MARKER_PREFIX + uid)}`);
 }
 
 export async function alterDatabase(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   name: string,
   changes: { owner?: string; connectionLimit?: number },
 ): Promise<void> {
@@ -238,28 +267,28 @@ export async function alterDatabase(
 }
 
 /** Drops the database, ending its sessions first (PostgreSQL 13+: WITH (FORCE)). */
-export async function dropDatabase(client: pg.PoolClient, name: string): Promise<void> {
+export async function dropDatabase(client: pg.ClientBase, name: string): Promise<void> {
   await client.query(`drop database if exists ${ident(name)} with (force)`);
 }
 
-export async function dropRole(client: pg.PoolClient, role: string): Promise<void> {
+export async function dropRole(client: pg.ClientBase, role: string): Promise<void> {
   await client.query(`drop role if exists ${ident(role)}`);
 }
 
 /** Extensions installed in the connected database (plpgsql, which every database has, left out). */
-export async function installedExtensions(client: pg.PoolClient): Promise<string[]> {
+export async function installedExtensions(client: pg.ClientBase): Promise<string[]> {
   const result = await client.query<{ extname: string }>(
     "select extname from pg_extension where extname <> 'plpgsql' order by extname",
   );
   return result.rows.map((row) => row.extname);
 }
 
-export async function createExtension(client: pg.PoolClient, name: string): Promise<void> {
+export async function createExtension(client: pg.ClientBase, name: string): Promise<void> {
   await client.query(`create extension if not exists ${ident(name)}`);
 }
 
 export async function databaseStats(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
   name: string,
 ): Promise<{ sizeBytes: number; connections: number }> {
   const result = await client.query<{ size: string; connections: string }>(
@@ -271,7 +300,7 @@ export async function databaseStats(
   return { sizeBytes: Number(row?.size ?? 0), connections: Number(row?.connections ?? 0) };
 }
 
-export async function serverVersion(client: pg.PoolClient): Promise<string> {
+export async function serverVersion(client: pg.ClientBase): Promise<string> {
   const result = await client.query<{ server_version: string }>("show server_version");
   return (result.rows[0]?.server_version ?? "").split(" ")[0] ?? "";
 }
