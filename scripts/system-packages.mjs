@@ -3,7 +3,9 @@
 //   - PostgreSQL's server and clients (the sampledb example's tests and demo): npm's builds of
 //     PostgreSQL ship the server alone, and the operator backs up with pg_dump and pg_restore of
 //     the server's own major version, which Debian ships beside it (postgresql, postgresql-client);
-//   - promtool (Prometheus' rule tester, Debian's `prometheus` package), for the example's alerts.
+//   - promtool (Prometheus' rule tester) and the Prometheus server, Debian's `prometheus` package,
+//     for the alerts of the example and of kubeloop's generated monitoring (kubeloop/testing's
+//     PrometheusServer and promtool()).
 // Plain JavaScript with no dependencies, like bootstrap.mjs: it runs before the workspace exists.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -31,8 +33,10 @@ const NEEDS = {
     packages: ["postgresql", "postgresql-client"],
   },
   promtool: {
-    what: "promtool (Prometheus' rule tester)",
-    present: () => Boolean(process.env.PROMTOOL) || onPath("promtool"),
+    what: "Prometheus (promtool and the server)",
+    present: () =>
+      (Boolean(process.env.PROMTOOL) || onPath("promtool")) &&
+      (Boolean(process.env.PROMETHEUS) || onPath("prometheus")),
     packages: ["prometheus"],
   },
 };

@@ -68,4 +68,14 @@ export {
   PostgresServerError,
   type PostgresServerOptions,
 } from "./postgres.js";
+export {
+  findPrometheusBinary,
+  type PrometheusAlert,
+  PrometheusError,
+  type PrometheusSample,
+  PrometheusServer,
+  type PrometheusServerOptions,
+  type PromtoolResult,
+  promtool,
+} from "./prometheus.js";
 export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";

@@ -1,0 +1,243 @@
+import { spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { stringify } from "yaml";
+import { startWatchdog, track, untrack } from "./cleanup.js";
+import { quoteLog } from "./errors.js";
+import { freePorts } from "./ports.js";
+import { ManagedProcess } from "./process.js";
+import { waitFor } from "./wait.js";
+
+/**
+ * A real Prometheus for tests of alerting rules and scrapes: `promtool` to check and unit-test
+ * rules, and a server on a free loopback port with its data in a temporary folder, stopped (files
+ * removed) by `stop()`, an exception, `process.exit()`, a signal, or — through a watchdog — a
+ * SIGKILL of its owner. The binaries are the machine's (Debian's `prometheus` package, which
+ * `npm test` installs when missing and it runs as root), found on PATH or through `$PROMTOOL` and
+ * `$PROMETHEUS`.
+ *
+ * @example
+ * ```ts
+ * import { PrometheusServer, promtool } from "kubeloop/testing";
+ *
+ * expect(promtool(["check", "rules", "alerts.yaml"]).code).toBe(0);
+ * const prometheus = await new PrometheusServer({
+ *   scrapeConfigs: [{ job_name: "op", static_configs: [{ targets: ["127.0.0.1:8080"] }] }],
+ *   ruleGroups: [{ name: "op", rules: [{ alert: "Down", expr: "up == 0" }] }],
+ * }).start();
+ * try {
+ *   console.log(await prometheus.query("up"), await prometheus.alerts());
+ * } finally {
+ *   await prometheus.stop();
+ * }
+ * ```
+ */
+
+/** Prometheus' binaries are missing, or the server could not start. */
+export class PrometheusError extends Error {
+  override readonly name = "PrometheusError";
+}
+
+const INSTALL_HINT =
+  "Install Prometheus: `apt-get install prometheus` on Debian or Ubuntu (`npm test` does this itself " +
+  "when it runs as root), or set $PROMTOOL and $PROMETHEUS to the binaries.";
+
+/**
+ * The path of `promtool` or `prometheus`: `$PROMTOOL` / `$PROMETHEUS`, else the first on PATH.
+ * Throws a {@link PrometheusError} naming `apt-get install prometheus` when there is none.
+ */
+export function findPrometheusBinary(name: "promtool" | "prometheus"): string {
+  const variable = name.toUpperCase();
+  const explicit = process.env[variable];
+  if (explicit) {
+    if (existsSync(explicit)) return explicit;
+    throw new PrometheusError(`$${variable}=${explicit} does not exist. ${INSTALL_HINT}`);
+  }
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  throw new PrometheusError(`${name} is not on PATH. ${INSTALL_HINT}`);
+}
+
+export interface PromtoolResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `promtool` with `args` (e.g. `["test", "rules", "tests.yaml"]`) and returns what it printed. */
+export function promtool(args: string[], options: { cwd?: string } = {}): PromtoolResult {
+  const result = spawnSync(findPrometheusBinary("promtool"), args, {
+    encoding: "utf8",
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
+  if (result.error) throw new PrometheusError(`promtool could not run: ${result.error.message}`);
+  return { code: result.status ?? 1, stdout: result.stdout, stderr: result.stderr };
+}
+
+export interface PrometheusServerOptions {
+  /** `scrape_configs` of prometheus.yml, as objects (written as YAML); files they name must exist. */
+  scrapeConfigs?: object[];
+  /** Rule groups (`{ name, rules }`, as in a rules file or a PrometheusRule's `spec.groups`). */
+  ruleGroups?: object[];
+  /** `global.scrape_interval`. Default `1s`: tests wait for scrapes. */
+  scrapeInterval?: string;
+  /** `global.evaluation_interval`. Default `1s`: tests wait for alerts. */
+  evaluationInterval?: string;
+  /** Time allowed until the server answers /-/ready. Default 30 s. */
+  startTimeoutMs?: number;
+  /** Stop the server on SIGINT/SIGTERM/SIGHUP before the process goes (default true). */
+  handleSignals?: boolean;
+}
+
+/** An alert as Prometheus' `/api/v1/alerts` lists it. */
+export interface PrometheusAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: "pending" | "firing" | "inactive";
+  activeAt?: string;
+  value: string;
+}
+
+/** One series of a query's answer: its labels and value. */
+export interface PrometheusSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+export class PrometheusServer {
+  private readonly options: PrometheusServerOptions;
+  private dirPath: string | undefined;
+  private portNumber: number | undefined;
+  private process: ManagedProcess | undefined;
+  private stopping: Promise<void> | undefined;
+  private readonly disposable = { disposeNow: () => this.disposeNow() };
+
+  constructor(options: PrometheusServerOptions = {}) {
+    this.options = options;
+  }
+
+  /** `http://127.0.0.1:<port>`. */
+  get url(): string {
+    if (this.portNumber === undefined) throw new PrometheusError("The Prometheus server is not started");
+    return `http://127.0.0.1:${this.portNumber}`;
+  }
+
+  /** Its folder: prometheus.yml, rules.yml, data/, prometheus.log. Put files scrape configs name here. */
+  get dir(): string {
+    if (!this.dirPath) throw new PrometheusError("The Prometheus server is not started");
+    return this.dirPath;
+  }
+
+  async start(): Promise<this> {
+    if (this.dirPath) throw new PrometheusError("This Prometheus server was already started");
+    const binary = findPrometheusBinary("prometheus");
+    const dir = mkdtempSync(join(tmpdir(), "kubeloop-prometheus-"));
+    this.dirPath = dir;
+    track(this.disposable, this.options.handleSignals ?? true);
+    const pidFile = join(dir, "pids");
+    writeFileSync(pidFile, "");
+    startWatchdog(pidFile, [dir]);
+    try {
+      const rules = join(dir, "rules.yml");
+      writeFileSync(rules, stringify({ groups: this.options.ruleGroups ?? [] }));
+      writeFileSync(
+        join(dir, "prometheus.yml"),
+        stringify({
+          global: {
+            scrape_interval: this.options.scrapeInterval ?? "1s",
+            evaluation_interval: this.options.evaluationInterval ?? "1s",
+          },
+          rule_files: [rules],
+          scrape_configs: this.options.scrapeConfigs ?? [],
+        }),
+      );
+      const [port] = await freePorts(1);
+      this.portNumber = port;
+      const process = new ManagedProcess({
+        name: "prometheus",
+        binary,
+        args: [
+          `--config.file=${join(dir, "prometheus.yml")}`,
+          `--storage.tsdb.path=${join(dir, "data")}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+          "--web.enable-lifecycle",
+        ],
+        logPath: join(dir, "prometheus.log"),
+        cwd: dir,
+      });
+      this.process = process;
+      if (process.pid) appendFileSync(pidFile, `${process.pid}\n`);
+      await this.waitReady(process);
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+    return this;
+  }
+
+  /** An instant query's series (`/api/v1/query`). Throws with Prometheus' error on a bad query. */
+  async query(expr: string): Promise<PrometheusSample[]> {
+    const data = await this.api<{ result: PrometheusSample[] }>(
+      `/api/v1/query?query=${encodeURIComponent(expr)}`,
+    );
+    return data.result;
+  }
+
+  /** Every pending and firing alert (`/api/v1/alerts`). */
+  async alerts(): Promise<PrometheusAlert[]> {
+    return (await this.api<{ alerts: PrometheusAlert[] }>("/api/v1/alerts")).alerts;
+  }
+
+  /** The scrape targets and their health (`/api/v1/targets`): `lastError` says why a scrape failed. */
+  async targets(): Promise<{ labels: Record<string, string>; health: string; lastError: string }[]> {
+    return (
+      await this.api<{
+        activeTargets: { labels: Record<string, string>; health: string; lastError: string }[];
+      }>("/api/v1/targets")
+    ).activeTargets;
+  }
+
+  /** The server's last log lines, for assertion messages. */
+  log(lines = 30): string {
+    return this.process?.tail(lines) ?? "";
+  }
+
+  /** Ends the server and removes its folder. Safe to call twice. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.process?.stop(5_000);
+      untrack(this.disposable);
+      if (this.dirPath) rmSync(this.dirPath, { recursive: true, force: true });
+    })();
+    return this.stopping;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  private disposeNow(): void {
+    this.process?.killNow();
+    if (this.dirPath) rmSync(this.dirPath, { recursive: true, force: true });
+  }
+
+  private async api<T>(path: string): Promise<T> {
+    const response = await fetch(`${this.url}${path}`);
+    const body = (await response.json()) as { status: string; data: T; error?: string };
+    if (body.status !== "success")
+      throw new PrometheusError(`Prometheus ${path}: ${body.error ?? response.status}`);
+    return body.data;
+  }
+
+  private async waitReady(process: ManagedProcess): Promise<void> {
+    await waitFor("Prometheus to be ready", async () => (await fetch(`${this.url}/-/ready`)).ok, {
+      timeoutMs: this.options.startTimeoutMs ?? 30_000,
+      abortIf: () => {
+        if (process.hasExited)
+          throw new PrometheusError(`prometheus exited at start:\n${quoteLog(process.tail(20))}`);
+      },
+    });
+  }
+}
