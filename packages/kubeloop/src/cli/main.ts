@@ -7,6 +7,7 @@ import { CliError } from "./errors.js";
 import { generateCommand } from "./generate.js";
 import { initCommand } from "./init.js";
 import { installCommand, uninstallCommand } from "./install.js";
+import { migrateCommand } from "./migrate.js";
 import { runCommand } from "./run.js";
 
 const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
@@ -20,6 +21,7 @@ Usage:
   kubeloop cluster start [--profile apiserver|cluster] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop [--dir DIR]
+  kubeloop migrate CRD [--retire V]  rewrite a CRD's objects in its storage version, then retire old versions
   kubeloop generate [--check]  write config/crd from the project's defineResource definitions
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
@@ -49,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
       return undeployCommand(rest);
     case "generate":
       return generateCommand(rest);
+    case "migrate":
+      return migrateCommand(rest);
     case undefined:
     case "help":
     case "--help":

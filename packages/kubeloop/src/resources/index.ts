@@ -101,6 +101,15 @@ export {
   setOwnerReference,
 } from "./owner-references.js";
 export { CONFLICT_RETRY_PAUSE_MS, DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
+export {
+  DEFAULT_ROLLOUT_HISTORY,
+  PROGRESS_DEADLINE_EXCEEDED,
+  type RolloutRecord,
+  type RolloutState,
+  type RolloutStatus,
+  recordRollout,
+  rolloutStatus,
+} from "./rollout.js";
 export { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
 export { Conditions, ObservedGeneration } from "./schemas.js";
 export {
@@ -111,3 +120,12 @@ export {
   type StatusOf,
   type StatusPatch,
 } from "./status.js";
+export {
+  DEFAULT_MIGRATION_PAGE_SIZE,
+  type MigrateStorageOptions,
+  type MigrationProgress,
+  type MigrationResult,
+  migrateStorageVersion,
+  retireVersion,
+  StorageMigrationError,
+} from "./storage-migration.js";
