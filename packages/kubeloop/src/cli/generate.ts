@@ -2,7 +2,6 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { stringify } from "yaml";
 import { checkNamespaces } from "../controller/builder.js";
 import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/rbac.js";
 import type { CustomResourceDefinition } from "../resources/define-resource.js";
@@ -21,6 +20,7 @@ import {
   webhookServiceName,
 } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
+import { toYaml, toYamlDocuments } from "./yaml.js";
 
 /**
  * `kubeloop generate`: writes a project's generated config — CRDs, RBAC, webhook configurations
@@ -220,11 +220,11 @@ async function exportsOf(path: string, flag: string): Promise<unknown[]> {
 }
 
 function render(object: object): string {
-  return HEADER + stringify(object, { lineWidth: 0 });
+  return HEADER + toYaml(object);
 }
 
 function renderAll(objects: object[]): string {
-  return HEADER + objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
+  return HEADER + toYamlDocuments(objects);
 }
 
 /**

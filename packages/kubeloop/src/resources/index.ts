@@ -113,6 +113,16 @@ export {
 export { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
 export { Conditions, ObservedGeneration } from "./schemas.js";
 export {
+  generatePassword,
+  MAX_REGISTERED_SECRETS,
+  MIN_SECRET_LENGTH,
+  REDACTED,
+  redactError,
+  redactSecrets,
+  registerSecret,
+  secretValues,
+} from "./secrets.js";
+export {
   type ApplyStatusOptions,
   applyStatus,
   type PatchStatusOptions,
