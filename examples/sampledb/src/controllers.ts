@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import {
   after,
@@ -13,7 +12,14 @@ import type { Client } from "kubeloop/client";
 import { cronSchedule, nextRun, type ReconcileResult, runOperation } from "kubeloop/controller";
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
-import { addFinalizer, isDeleting, removeFinalizer } from "kubeloop/resources";
+import {
+  addFinalizer,
+  generatePassword,
+  isDeleting,
+  registerSecret,
+  removeFinalizer,
+  secretValues,
+} from "kubeloop/resources";
 import pg from "pg";
 import type { Registry } from "prom-client";
 import { backupPath, dump, restore, sha256File, type Tools } from "./dumps.ts";
@@ -509,7 +515,7 @@ export function sampleDBControllers(options: SampleDBOptions) {
     const secret = ctx.cache.get(Secret, name, ctx.namespace);
     if (!secret)
       throw new RetryableError(`Server Secret "${name}" does not exist`, { reason: "ServerSecretMissing" });
-    const data = decode(secret.data);
+    const data = secretValues(secret);
     const missing = ["host", "username", "password"].filter((key) => !data[key]);
     if (missing.length)
       throw new RetryableError(`Server Secret "${name}" lacks ${missing.join(", ")}`, {
@@ -520,7 +526,9 @@ export function sampleDBControllers(options: SampleDBOptions) {
       throw new RetryableError(`Server Secret "${name}" has port "${data.port}", not a port number`, {
         reason: "ServerSecretInvalid",
       });
-    return { host: data.host ?? "", port, username: data.username ?? "", password: data.password ?? "" };
+    // The admin password never reaches a log line, an event or a condition.
+    const password = registerSecret(data.password ?? "");
+    return { host: data.host ?? "", port, username: data.username ?? "", password };
   }
 
   /**
@@ -537,14 +545,15 @@ export function sampleDBControllers(options: SampleDBOptions) {
     server: ServerAddress,
     names: ReturnType<typeof namesOf>,
   ): Promise<string | undefined> {
-    const existing = decode(ctx.cache.get(Secret, names.credentialsSecret, ctx.namespace)?.data);
+    const existing = secretValues(ctx.cache.get(Secret, names.credentialsSecret, ctx.namespace) ?? {});
+    registerSecret(existing.password);
     const [first, second] = names.logins;
     const active = existing.username === second ? second : first;
     const requested = db.spec.passwordRotation ?? "";
     const rotate = existing.password !== undefined && requested !== (db.status?.passwordRotation ?? "");
     const login = rotate ? (active === first ? second : first) : active;
     // A login of another owner (the owner changed) gets the current password under the new names.
-    const password = rotate ? generatePassword() : (existing.password ?? generatePassword());
+    const password = registerSecret(rotate ? generatePassword() : (existing.password ?? generatePassword()));
     await servers.with(server, "postgres", (client) => ensureLoginRole(client, login, names.owner, password));
     // Written once the role has the password: what the Secret holds always works.
     await ctx.apply(credentialsSecretFor(db, names, server, login, password));
@@ -621,7 +630,8 @@ export function sampleDBControllers(options: SampleDBOptions) {
     }
     const names = namesOf(db);
     const secret = ctx.cache.get(Secret, db.spec.server.secretName, ctx.namespace);
-    const data = decode(secret?.data);
+    const data = secretValues(secret ?? {});
+    registerSecret(data.password);
     const server: ServerAddress = {
       host: data.host ?? "",
       port: Number(data.port ?? "5432"),
@@ -721,18 +731,6 @@ function credentialsSecretFor(
       uri,
     },
   };
-}
-
-function decode(data: Record<string, string> | undefined): Record<string, string | undefined> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(data ?? {}))
-    out[key] = Buffer.from(value, "base64").toString("utf8");
-  return out;
-}
-
-/** 32 characters from 24 random bytes (base64url: no quoting trouble in URIs or shells). */
-export function generatePassword(): string {
-  return randomBytes(24).toString("base64url");
 }
 
 /** `2030-01-01T03:00:00Z` → `20300101-0300`: backup names sort by their slot. */

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ApplyOptions, Client, Written } from "../client/client.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
+import { redactSecrets } from "../resources/secrets.js";
 import type { Expectations } from "./expectations.js";
 
 export type { Condition } from "../resources/conditions.js";
@@ -135,7 +136,13 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
       return patchPrimaryStatus(client, deps.expectations, deps.primaryType, object, patch);
     },
     event(type, reason, note) {
-      deps.events?.event(object, { type, reason, action: "Reconcile", ...(note ? { note } : {}) });
+      const redacted = note ? redactSecrets(note) : undefined;
+      deps.events?.event(object, {
+        type,
+        reason,
+        action: "Reconcile",
+        ...(redacted ? { note: redacted } : {}),
+      });
     },
     now: deps.now ?? (() => new Date()),
   };

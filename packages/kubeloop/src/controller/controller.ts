@@ -11,6 +11,7 @@ import type { QueueMetrics } from "../queue/metrics.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
 import { groupOf } from "../resources/identify.js";
+import { redactError, redactSecrets } from "../resources/secrets.js";
 import {
   type CacheReader,
   createContext,
@@ -373,13 +374,17 @@ export class Controller<T extends KubeObject> {
         }
         log.debug({ result: result?.kind ?? "done" }, "reconciled");
       } catch (error) {
-        span.recordException(error as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        // Secrets the operator registered never reach traces, logs, events or conditions.
+        span.recordException(redactError(error) as Error);
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: redactSecrets((error as Error).message ?? ""),
+        });
         if (error instanceof TerminalError) {
           queue.forget(key);
           this.observe("terminal", started);
           log.error(
-            { err: error, reason: error.reason },
+            { err: redactError(error), reason: error.reason },
             "reconcile failed terminally; not retrying until the object changes",
           );
           await this.recordFailure(object, error.reason, error.message, log);
@@ -387,7 +392,7 @@ export class Controller<T extends KubeObject> {
           queue.addRateLimited(key);
           this.observe("error", started);
           const retries = queue.retries(key);
-          log.error({ err: error, retries }, "reconcile failed; retrying with backoff");
+          log.error({ err: redactError(error), retries }, "reconcile failed; retrying with backoff");
           const reason = error instanceof RetryableError ? error.reason : "ReconcileError";
           await this.recordFailure(object, reason, (error as Error).message ?? String(error), log);
         }
@@ -404,10 +409,11 @@ export class Controller<T extends KubeObject> {
    */
   private async recordFailure(object: T, reason: string, errorMessage: string, log: Logger): Promise<void> {
     const env = this.requireEnv();
-    env.events?.event(object, { type: "Warning", reason, action: "Reconcile", note: errorMessage });
+    const note = redactSecrets(errorMessage);
+    env.events?.event(object, { type: "Warning", reason, action: "Reconcile", note });
     if (!(await this.hasStatus())) return;
     const conditions = (object as { status?: { conditions?: Condition[] } }).status?.conditions ?? [];
-    const message = errorMessage.slice(0, 32_768);
+    const message = note.slice(0, 32_768);
     const ready = conditions.find((c) => c.type === "Ready");
     // Already recorded: nothing to write.
     if (ready?.status === "False" && ready.reason === reason && ready.message === message) return;
