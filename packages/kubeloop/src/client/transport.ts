@@ -51,6 +51,11 @@ export interface HttpRequest {
   contentType?: string;
   accept?: string;
   signal?: AbortSignal;
+  /**
+   * This call's response timeout, instead of the transport's (e.g. a Lease renewal, which must end
+   * within its renew deadline). Past it the connection counts as dead, like any silent one.
+   */
+  timeoutMs?: number;
 }
 
 export interface StreamRequest extends HttpRequest {
@@ -185,7 +190,7 @@ export class Transport {
 
   private async requestOnce(request: HttpRequest): Promise<HttpResponse> {
     const maxRetries = this.options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    const timeout = this.requestTimeoutMs;
+    const timeout = request.timeoutMs ?? this.requestTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       await this.bucket?.take();
       const started = performance.now();

@@ -424,6 +424,9 @@ export class LeaderElector {
       method,
       path,
       signal,
+      // A little under the cancel's bound, so that a silent connection is seen as dead by the
+      // transport (which moves to fresh connections and retries) before the call is abandoned.
+      timeoutMs: Math.max(500, Math.floor(this.requestTimeoutMs * 0.8)),
       ...(body === undefined ? {} : { body }),
     });
     return response.body as T;
