@@ -250,8 +250,19 @@ export function sampleDBControllers(options: SampleDBOptions) {
           ...(current.connectionLimit !== limit ? { connectionLimit: limit } : {}),
         }),
       );
+      // What the operator applied last (status) differs from the server: changed out of band.
+      const drifted =
+        status.owner === names.owner &&
+        status.connectionLimit === limit &&
+        (current.owner !== names.owner || current.connectionLimit !== limit);
       const why = db.spec.autoConnectionLimit ? ` (peak ${peak.peakConnections} connections)` : "";
-      ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}${why}`);
+      if (drifted)
+        ctx.event(
+          "Warning",
+          "DriftCorrected",
+          `The server had owner "${current.owner}", connection limit ${current.connectionLimit}; set back to "${names.owner}", ${limit}`,
+        );
+      else ctx.event("Normal", "Updated", `Owner "${names.owner}", connection limit ${limit}${why}`);
     }
     if (previousOwner && previousOwner !== names.owner) {
       const old = [`${previousOwner.slice(0, 61)}_a`, `${previousOwner.slice(0, 61)}_b`, previousOwner];
@@ -316,16 +327,18 @@ export function sampleDBControllers(options: SampleDBOptions) {
       message: `Database "${names.databaseName}" is ready; credentials in Secret ${names.credentialsSecret}`,
       observedGeneration: generation,
     });
-    conditions = setCondition(conditions, {
-      type: "Degraded",
-      status: "False",
-      reason: "AsExpected",
-      message: "",
-      observedGeneration: generation,
-    });
     const backupFailed = lastAttempt?.status?.phase === "Failed";
     const verificationFailed =
       lastVerification?.result === "Failed" && lastVerification.backup === last?.metadata.name;
+    // Degraded: the database serves, but the backups it would be recovered from are not sound.
+    conditions = setCondition(conditions, {
+      type: "Degraded",
+      status: backupFailed || verificationFailed ? "True" : "False",
+      reason: backupFailed ? "BackupFailed" : verificationFailed ? "VerificationFailed" : "AsExpected",
+      message:
+        backupFailed || verificationFailed ? "The latest backup cannot be relied on; see BackupHealthy" : "",
+      observedGeneration: generation,
+    });
     conditions = setCondition(conditions, {
       type: "BackupHealthy",
       status: backupFailed || verificationFailed ? "False" : last || !schedule ? "True" : "Unknown",
@@ -554,7 +567,12 @@ export function sampleDBControllers(options: SampleDBOptions) {
     const login = rotate ? (active === first ? second : first) : active;
     // A login of another owner (the owner changed) gets the current password under the new names.
     const password = registerSecret(rotate ? generatePassword() : (existing.password ?? generatePassword()));
-    await servers.with(server, "postgres", (client) => ensureLoginRole(client, login, names.owner, password));
+    const role = await servers.with(server, "postgres", (client) =>
+      ensureLoginRole(client, login, names.owner, password),
+    );
+    // The Secret already named this login with this password: someone dropped the role.
+    if (role === "created" && existing.username === login && existing.password === password)
+      ctx.event("Warning", "DriftCorrected", `Login role "${login}" was missing on the server; recreated`);
     // Written once the role has the password: what the Secret holds always works.
     await ctx.apply(credentialsSecretFor(db, names, server, login, password));
     if (rotate) ctx.event("Normal", "PasswordRotated", `The app's credentials now use login "${login}"`);

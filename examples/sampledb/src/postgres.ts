@@ -223,11 +223,14 @@ export async function ensureLoginRole(
   login: string,
   owner: string,
   password: string,
-): Promise<void> {
-  const verb = (await roleExists(client, login)) ? "alter" : "create";
-  await client.query(`${verb} role ${ident(login)} with login password ${literal(password)}`);
+): Promise<"created" | "updated"> {
+  const exists = await roleExists(client, login);
+  await client.query(
+    `${exists ? "alter" : "create"} role ${ident(login)} with login password ${literal(password)}`,
+  );
   await client.query(`grant ${ident(owner)} to ${ident(login)}`);
   await client.query(`alter role ${ident(login)} set role = ${literal(owner)}`);
+  return exists ? "updated" : "created";
 }
 
 /** Gives everything `from` owns in the connected database to `to`. */

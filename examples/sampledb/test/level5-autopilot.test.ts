@@ -85,6 +85,32 @@ describe("Level 5: autopilot", () => {
     );
   });
 
+  it("puts back what was changed out of band: a dropped login role, another connection limit", async () => {
+    await world.sampleDB(ns, "steady", { connectionLimit: 40 });
+    await until(() => ready("steady"), 60_000, "steady Ready");
+    const { username } = await world.credentials(ns, "steady");
+    await world.pg.psql(`drop role ${username}`);
+    await world.pg.psql("alter database steady connection limit 3");
+    clock.jump(RESYNC_JUMP_MS);
+    await until(async () => (await connectionLimit("steady")) === 40, 30_000, "the limit set back");
+    await until(
+      async () =>
+        (await world.pg.psql(`select count(*) from pg_roles where rolname = '${username}'`)) === "1",
+      30_000,
+      "the login role recreated",
+    );
+    expect(await world.asApp(ns, "steady", async (c) => (await c.query("select 1 as one")).rows[0].one)).toBe(
+      1,
+    );
+    const drift = (await world.events(ns, "steady")).filter((e) => e.startsWith("Warning DriftCorrected"));
+    expect(drift).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining(`Login role "${username}" was missing on the server; recreated`),
+        expect.stringContaining("connection limit 3; set back to"),
+      ]),
+    );
+  });
+
   it("verifies the latest backup on its schedule, and reports one that fails its checksum", async () => {
     const verifySchedule = "30 4 * * *";
     await world.sampleDB(ns, "audited", { backup: { verifySchedule, keep: 3 } });
@@ -116,6 +142,10 @@ describe("Level 5: autopilot", () => {
     expect(JSON.parse(await verification()).message).toMatch(/fails its checksum/);
     expect(await world.condition(ns, "audited", "BackupHealthy")).toEqual({
       status: "False",
+      reason: "VerificationFailed",
+    });
+    expect(await world.condition(ns, "audited", "Degraded")).toEqual({
+      status: "True",
       reason: "VerificationFailed",
     });
     const events = await world.events(ns, "audited");
