@@ -5,7 +5,7 @@
 // reconciled by two replicas (or two workers) at once, and that no replica exited unless the
 // scenario killed it; and it reports the recovery times. Exits 1 if a check fails.
 //
-// Run: npm run chaos [-- --widgets 1000 --repetitions 5 --rate 20 --scenarios "half-open stall,leader killed"]
+// Run: npm run chaos [-- --widgets 1000 --repetitions 5 --rate 20 --gap 20 --scenarios "half-open stall,leader killed"]
 // Results: a Markdown table on stdout, and bench/chaos/results.json (or --out).
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -13,7 +13,15 @@ import { startEnvironment } from "./harness.mjs";
 import { median, runScenario, SCENARIOS } from "./scenarios.mjs";
 
 /** Runs the suite; resolves with one result per scenario (see the table in `report`). */
-export async function runChaos({ widgets, repetitions, rate, scenarios, replicas = 2, log = () => {} }) {
+export async function runChaos({
+  widgets,
+  repetitions,
+  rate,
+  scenarios,
+  gapMs = 3_000,
+  replicas = 2,
+  log = () => {},
+}) {
   const chosen = scenarios
     ? scenarios.map((name) => {
         const scenario = SCENARIOS.find((s) => s.name === name);
@@ -36,6 +44,7 @@ export async function runChaos({ widgets, repetitions, rate, scenarios, replicas
       env.startWriter(rate);
       const { recoveries, unexpectedExits, leadershipLosses } = await runScenario(env, scenario, {
         repetitions,
+        gapMs,
         log,
       });
       await env.stopWriter();
@@ -98,6 +107,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       repetitions: { type: "string", default: "5" },
       rate: { type: "string", default: "20" },
       scenarios: { type: "string" },
+      // Between repetitions: long enough for a watch to run its term, so each fault meets a reset backoff.
+      gap: { type: "string", default: "20" },
       out: { type: "string", default: new URL("./results.json", import.meta.url).pathname },
     },
   });
@@ -106,6 +117,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     repetitions: Number(values.repetitions),
     rate: Number(values.rate),
     scenarios: values.scenarios?.split(",").map((s) => s.trim()),
+    gapMs: Number(values.gap) * 1000,
     log: (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
   };
   const results = await runChaos(options);

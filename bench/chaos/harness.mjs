@@ -36,6 +36,12 @@ export async function startEnvironment({
     apiServerArgs: [`--watch-cache-sizes=${WIDGETS_RESOURCE}#0`],
   }).start();
   const env = new Environment(plane, namespace, log, onStats);
+  // Interrupted (Ctrl-C, kill): stop the replicas and the control plane before leaving.
+  env.onSignal = () => {
+    env.stop().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", env.onSignal);
+  process.once("SIGTERM", env.onSignal);
   try {
     await env.setUp(widgets, replicas);
   } catch (error) {
@@ -378,6 +384,8 @@ class Environment {
   }
 
   async stop() {
+    process.off("SIGINT", this.onSignal);
+    process.off("SIGTERM", this.onSignal);
     this.writing = false;
     await Promise.all(this.replicas.map((r) => r.stop()));
     await this.admin?.close();

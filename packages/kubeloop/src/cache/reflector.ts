@@ -69,7 +69,7 @@ export interface BackoffOptions {
   factor: number;
   /** Each wait is multiplied by a random factor in [1, 1 + jitter), so clients do not retry in step. */
   jitter: number;
-  /** This long without a failure resets the backoff to `initialMs`. */
+  /** This long without a failure (or one watch that ran its full term) resets the backoff to `initialMs`. */
   resetAfterMs: number;
 }
 
@@ -203,6 +203,7 @@ export class Reflector<T extends KubeObject> {
   private async watchFrom(signal: AbortSignal, initial: boolean): Promise<void> {
     this.stats.watches++;
     if (initial) this.stats.lists++;
+    const started = performance.now();
     const { min, max } = WATCH_TIMEOUT_SECONDS;
     const timeoutSeconds = min + Math.floor(Math.random() * (max - min + 1));
     const events = this.client.watch(this.type, {
@@ -238,6 +239,10 @@ export class Reflector<T extends KubeObject> {
       if (version) this.resourceVersion = version;
     }
     if (initialObjects) throw new Error(INITIAL_LIST_CUT_SHORT);
+    // The server ended a watch that ran its full term: the connection is healthy again, so the
+    // next failure starts the backoff afresh.
+    if (performance.now() - started >= (timeoutSeconds - 1) * 1000)
+      this.lastFailureAt = Number.NEGATIVE_INFINITY;
   }
 
   private selectors() {
