@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { cronSchedule } from "kubeloop/controller";
 import { JumpClock } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -259,6 +261,65 @@ describe("Level 3: full lifecycle", () => {
       "name",
     ]);
     expect(finals.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("finishes a backup after the operator's process is killed (SIGKILL) in the middle of pg_dump", async () => {
+    await world.stopOperator();
+    await world.sampleDB(ns, "large");
+    // The operator as deployed: its own process (and process group, like a container), killed outright.
+    const start = () =>
+      spawn(process.execPath, [join(import.meta.dirname, "..", "src", "main.ts")], {
+        env: {
+          ...process.env,
+          KUBECONFIG: world.plane.kubeconfigPath,
+          BACKUP_DIR: world.backupDir,
+          PG_BIN: world.pg.binDir,
+          METRICS_PORT: "0",
+          PROBE_PORT: "0",
+          LOG_LEVEL: "error",
+        },
+        stdio: "ignore",
+        detached: true,
+      });
+    let operator = start();
+    try {
+      await until(() => ready("large"), 60_000, "large Ready");
+      await world.asApp(ns, "large", (client) =>
+        client.query(
+          "create table blobs as select g as id, repeat(md5(g::text), 4) as body from generate_series(1, 300000) g",
+        ),
+      );
+      await world.apply(backupObject("large-1", "large"));
+      await until(
+        async () => (await phase("sampledbbackup", "large-1")) === "Running",
+        60_000,
+        "the dump to start",
+      );
+      process.kill(-(operator.pid ?? 0), "SIGKILL"); // the operator and its pg_dump, mid-dump
+      await new Promise((resolve) => operator.once("exit", resolve));
+      expect(await phase("sampledbbackup", "large-1")).toBe("Running");
+      expect(existsSync(backupPath(world.backupDir, ns, "large-1"))).toBe(false);
+      operator = start();
+      await until(
+        async () => (await phase("sampledbbackup", "large-1")) === "Completed",
+        120_000,
+        "Completed",
+      );
+    } finally {
+      if (operator.exitCode === null) process.kill(-(operator.pid ?? 0), "SIGKILL");
+    }
+    const status = JSON.parse(
+      await world.k(["-n", ns, "get", "sampledbbackup", "large-1", "-o", "json"]),
+    ).status;
+    const path = backupPath(world.backupDir, ns, "large-1");
+    expect(status.attempts).toBe(2);
+    expect(status.sha256).toBe(createHash("sha256").update(readFileSync(path)).digest("hex"));
+    expect(existsSync(`${path}.partial`)).toBe(false);
+    // The dump is whole: restored, it has every row.
+    await world.startOperator({ clock });
+    await world.sampleDB(ns, "large-copy", { restoreFrom: { backup: "large-1" } });
+    await until(() => ready("large-copy"), 120_000, "large-copy Ready");
+    expect(await world.pg.psql("select count(*) from blobs", { database: "large_copy" })).toBe("300000");
   });
 
   it("deleting a backup removes its file (finalizer)", async () => {
