@@ -1,7 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../test/processes.js";
 import { locatePostgres, POSTGRES_BINARIES, PostgresServer, PostgresServerError } from "./postgres.js";
 import { isProcessAlive } from "./process.js";
 
@@ -57,5 +59,39 @@ describe("PostgresServer", () => {
     await other.stop();
     expect(existsSync(dir)).toBe(false);
     expect(isProcessAlive(pid)).toBe(false);
+  });
+});
+
+/** A separate Node process that owns a server; resolves once it is up. */
+async function holdServer(mode: "throw" | "wait") {
+  const holder = join(import.meta.dirname, "../../test/scripts/hold-postgres.mjs");
+  const child = spawn(process.execPath, [holder, mode], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once("line", resolve);
+    child.once("exit", () => reject(new Error(`the server's owner exited early:\n${stderr}`)));
+  });
+  return { child, exited, ...(JSON.parse(first) as { dir: string; pid: number }) };
+}
+
+describe("PostgresServer cleanup", () => {
+  it("stops the server of a process that dies of an uncaught exception", async () => {
+    const held = await holdServer("throw");
+    expect(await held.exited).toBe(1);
+    expect(await eventually(() => !isProcessAlive(held.pid))).toBe(true);
+    expect(existsSync(held.dir)).toBe(false);
+  });
+
+  it("stops the server of a process killed with SIGKILL (the watchdog)", async () => {
+    const held = await holdServer("wait");
+    expect(isProcessAlive(held.pid)).toBe(true);
+    held.child.kill("SIGKILL");
+    await held.exited;
+    expect(await eventually(() => !isProcessAlive(held.pid) && !existsSync(held.dir), 20_000)).toBe(true);
   });
 });
