@@ -34,7 +34,8 @@ export class World {
     options: Partial<SampleDBOptions> & { clock?: Clock; backups?: boolean; metrics?: boolean } = {},
   ): Promise<Manager> {
     await this.stopOperator();
-    process.env.LOG_LEVEL ??= "warn"; // the operator's info lines would drown the test output
+    // The tests provoke failures on purpose; their error lines would drown the output (LOG_LEVEL=info shows them).
+    process.env.LOG_LEVEL ??= "fatal";
     const manager = new Manager({
       kubeconfig: this.plane.kubeconfigPath,
       metrics: options.metrics ? { port: 0, host: "127.0.0.1" } : false,

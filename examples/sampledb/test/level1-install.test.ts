@@ -122,6 +122,20 @@ describe("Level 1: install", () => {
     );
   });
 
+  it("refuses a database another SampleDB manages, and deleting the refused one drops nothing", async () => {
+    await world.sampleDB("l1", "orders-again", { databaseName: "orders" });
+    await until(
+      async () => (await world.condition("l1", "orders-again", "Ready")).reason === "AlreadyManaged",
+      60_000,
+      "AlreadyManaged",
+    );
+    await world.k(["-n", "l1", "delete", "sampledb", "orders-again"]);
+    expect(await world.pg.psql("select count(*) from pg_database where datname = 'orders'")).toBe("1");
+    expect(await world.pg.psql("select count(*) from pg_roles where rolname = 'orders_owner'")).toBe("1");
+    expect((await world.condition("l1", "orders", "Ready")).status).toBe("True");
+    expect(await world.k(["-n", "l1", "get", "sampledbbackup", "-o", "name"])).toBe("");
+  });
+
   it("refuses names: the API server rejects what is not an identifier, PostgreSQL what it reserves", async () => {
     const bad = await world.kubectl(
       ["apply", "-f", "-"],
