@@ -343,10 +343,24 @@ export class Controller<T extends KubeObject> {
       return;
     }
     const reconcileId = randomUUID();
-    const log = env.logger.child({ controller: this.name, namespace, name, reconcileID: reconcileId });
     const started = performance.now();
     await tracer.startActiveSpan(`reconcile ${this.name}`, async (span) => {
-      span.setAttributes({ "k8s.controller": this.name, "k8s.namespace": namespace ?? "", "k8s.name": name });
+      span.setAttributes({
+        "k8s.controller": this.name,
+        "k8s.namespace": namespace ?? "",
+        "k8s.name": name,
+        "k8s.kind": this.spec.primary.kind,
+        "kubeloop.reconcile_id": reconcileId,
+      });
+      // With tracing on, every line of this reconcile names its trace: logs and traces join up.
+      const traced = span.isRecording() ? span.spanContext() : undefined;
+      const log = env.logger.child({
+        controller: this.name,
+        namespace,
+        name,
+        reconcileID: reconcileId,
+        ...(traced ? { trace_id: traced.traceId, span_id: traced.spanId } : {}),
+      });
       try {
         const context = createContext<T>({
           controller: this.name,
@@ -392,8 +406,8 @@ export class Controller<T extends KubeObject> {
           queue.addRateLimited(key);
           this.observe("error", started);
           const retries = queue.retries(key);
-          log.error({ err: redactError(error), retries }, "reconcile failed; retrying with backoff");
           const reason = error instanceof RetryableError ? error.reason : "ReconcileError";
+          log.error({ err: redactError(error), reason, retries }, "reconcile failed; retrying with backoff");
           await this.recordFailure(object, reason, (error as Error).message ?? String(error), log);
         }
       } finally {

@@ -16,6 +16,8 @@ import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
 import { type MetricsAuthOptions, MetricsAuthorizer } from "./metrics-auth.js";
+import { Sharding, type ShardingOptions } from "./sharding/index.js";
+import { startTracing, type Tracing } from "./tracing.js";
 
 /**
  * The manager runs controllers as one process: a client, shared informers, leader election,
@@ -61,6 +63,12 @@ export interface ManagerOptions {
         renewDeadlineMs?: number;
         retryPeriodMs?: number;
       };
+  /**
+   * Every replica active, each reconciling its share of the objects (opt-in; exclusive with
+   * `leaderElection`): shard Leases, a sharder writing shard labels, label-selected informers and a
+   * drain-then-assign handover. See {@link ShardingOptions} and docs/scale-out.md.
+   */
+  sharding?: ShardingOptions;
   /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
   probes?: false | { port?: number; host?: string };
   /**
@@ -77,6 +85,12 @@ export interface ManagerOptions {
    * its conversion webhook needs it.
    */
   webhooks?: WebhookServerOptions;
+  /**
+   * Export traces when OpenTelemetry's environment names an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+   * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`…; see `startTracing`): the SDK and OTLP exporter
+   * are loaded then, and only then. Default true; false leaves tracing to the application.
+   */
+  tracing?: boolean;
   /** A pino logger. Default: JSON on stdout at `$LOG_LEVEL` (default `info`). */
   logger?: Logger;
   /** How long informers may take to sync before start fails with their errors. Default 2 minutes. */
@@ -166,6 +180,8 @@ export class Manager {
   private ownsClient = false;
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
+  private shardingInstance: Sharding | undefined;
+  private tracing: Tracing | undefined;
   private controllersStarted = false;
   private stopping: Promise<void> | undefined;
   private resolveStopped!: () => void;
@@ -180,6 +196,10 @@ export class Manager {
 
   constructor(options: ManagerOptions = {}) {
     this.options = options;
+    if (options.sharding && options.leaderElection)
+      throw new TypeError(
+        "Give the manager either leaderElection (one active replica) or sharding (all replicas active), not both",
+      );
     this.namespaces = options.namespaces
       ? checkNamespaces(options.namespaces, "Manager namespaces")
       : watchNamespaces(process.env.WATCH_NAMESPACE);
@@ -226,6 +246,11 @@ export class Manager {
     return probePort !== 0 && probePort === metricsPort;
   }
 
+  /** This replica's sharding (shard id, sharder), when `sharding` is set and the manager has started. */
+  get sharding(): Sharding | undefined {
+    return this.shardingInstance;
+  }
+
   get isLeader(): boolean {
     return this.elector ? this.elector.isLeader : this.controllersStarted;
   }
@@ -250,6 +275,10 @@ export class Manager {
   async start(): Promise<void> {
     if (this.options.handleSignals ?? true) this.handleSignals();
     try {
+      if (this.options.tracing ?? true) {
+        const election = this.options.leaderElection;
+        this.tracing = await startTracing(this.logger, election ? { serviceName: election.id } : {});
+      }
       await this.startUp();
     } catch (error) {
       this.logger.error({ err: error }, "manager failed to start");
@@ -270,6 +299,18 @@ export class Manager {
     const registry = new InformerRegistry(client);
     this.registryInstance = registry;
     await this.startServers();
+    if (this.options.sharding) {
+      this.shardingInstance = new Sharding(this.options.sharding, {
+        client,
+        registry,
+        logger: this.logger,
+        namespace: this.options.sharding.namespace ?? defaultNamespace(client),
+        types: this.controllers.map((c) => c.spec.primary),
+        childTypes: this.controllers.flatMap((c) => c.spec.owns.map((owned) => owned.type)),
+        namespaces: this.namespaces,
+        metrics: (lease) => this.metrics.leaderElection(lease),
+      });
+    }
     for (const controller of this.controllers) {
       const recorder = new EventRecorder(client, {
         reportingController: controller.name,
@@ -284,6 +325,7 @@ export class Manager {
         logger: this.logger,
         events: recorder,
         metrics: this.controllerHooks(controller),
+        ...(this.shardingInstance ? { shard: this.shardingInstance.member } : {}),
       });
     }
     this.logger.info(
@@ -309,6 +351,13 @@ export class Manager {
     );
     await this.waitForSync(registry);
     this.logger.info({ informers: registry.informers.length }, "caches synced");
+    if (this.shardingInstance) {
+      this.shardingInstance.start(
+        () => this.startControllers(),
+        (error) => void this.leadershipLost(error),
+      );
+      return;
+    }
     const election = this.options.leaderElection;
     if (!election) {
       this.startControllers();
@@ -491,10 +540,12 @@ export class Manager {
     const grace = this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
     await Promise.all(this.controllers.map((c) => c.stop(grace)));
     await this.elector?.stop();
+    await this.shardingInstance?.stop();
     await this.registryInstance?.stopAll();
     await Promise.all(this.recorders.map((r) => r.close()));
     await Promise.all([this.probeServer?.close(), this.metricsServer?.close(), this.webhookServer?.close()]);
     if (this.ownsClient) await this.clientInstance?.close();
+    await this.tracing?.flush();
     this.logger.info("stopped");
     this.resolveStopped();
   }
