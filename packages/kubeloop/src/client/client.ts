@@ -1,4 +1,5 @@
 import type { Scale } from "kubernetes-types/autoscaling/v1.js";
+import type { ApiTransport } from "./api-transport.js";
 import { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
 import { Discovery, type ResourceInfo } from "./discovery.js";
 import { type ListHead, parseListStream } from "./list-stream.js";
@@ -39,7 +40,13 @@ import { decodeWatchEvents } from "./watch.js";
  * ```
  */
 
-export interface ClientOptions extends TransportOptions {}
+export interface ClientOptions extends TransportOptions {
+  /**
+   * Where requests go instead of HTTP to `config.server`: e.g. `kubeloop/testing`'s in-memory API
+   * server (`MemoryApiServer.client()`), for reconciler unit tests that run in milliseconds.
+   */
+  transport?: ApiTransport;
+}
 
 export interface NamespaceOption {
   namespace?: string;
@@ -116,12 +123,12 @@ const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io
 
 export class Client {
   readonly config: ClusterConfig;
-  readonly transport: Transport;
+  readonly transport: ApiTransport;
   readonly discovery: Discovery;
 
   constructor(config: ClusterConfig, options: ClientOptions = {}) {
     this.config = config;
-    this.transport = new Transport(config, options);
+    this.transport = options.transport ?? new Transport(config, options);
     this.discovery = new Discovery(this.transport);
   }
 

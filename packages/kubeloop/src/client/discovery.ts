@@ -1,5 +1,5 @@
+import type { ApiTransport } from "./api-transport.js";
 import { UnknownKind } from "./errors.js";
-import type { Transport } from "./transport.js";
 
 /**
  * Discovery and REST mapping: which resource (plural), scope and subresources a kind has. Read in
@@ -82,7 +82,7 @@ export class Discovery {
   private failedGroupVersions = new Map<string, string>();
 
   constructor(
-    private readonly transport: Transport,
+    private readonly transport: ApiTransport,
     private readonly options: DiscoveryOptions = {},
   ) {}
 

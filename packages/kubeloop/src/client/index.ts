@@ -15,11 +15,20 @@
  * }
  * ```
  */
+export type { ApiTransport } from "./api-transport.js";
 export * from "./client.js";
 export { type ClusterConfig, type Impersonation, type LoadConfigOptions, loadConfig } from "./config.js";
 export { Discovery, type ResourceInfo } from "./discovery.js";
 export * from "./errors.js";
 export { type ListHead, parseListStream } from "./list-stream.js";
-export { DEFAULT_REQUEST_TIMEOUT_MS, Transport, type TransportOptions } from "./transport.js";
+export {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type HttpRequest,
+  type HttpResponse,
+  type StreamRequest,
+  type StreamResponse,
+  Transport,
+  type TransportOptions,
+} from "./transport.js";
 export * from "./types.js";
 export { decodeWatchEvents } from "./watch.js";

@@ -60,6 +60,15 @@ export {
 } from "./kwok-stages.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
 export {
+  DEFAULT_HISTORY,
+  MemoryApiServer,
+  type MemoryApiServerOptions,
+  MemoryTransport,
+  NotEmulated,
+  StatusError,
+  type WebhookLike,
+} from "./memory/index.js";
+export {
   DEFAULT_POSTGRES_START_TIMEOUT_MS,
   locatePostgres,
   POSTGRES_BIN_ENV,

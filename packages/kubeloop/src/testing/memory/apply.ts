@@ -1,0 +1,429 @@
+import { StatusError } from "./errors.js";
+import { patchMergeKey } from "./patch.js";
+
+/**
+ * Server-side apply and field ownership (managedFields): which manager owns which fields, what an
+ * apply removes (fields its manager applied before and no longer does, unless someone else owns
+ * them), and conflicts (a field another manager owns, set to a different value; `force` takes it).
+ *
+ * Lists follow the schema: `x-kubernetes-list-type: map` (custom resources) or a built-in kind's
+ * merge keys (containers by name, …) merge item by item; `set` as sets; any other list is atomic.
+ */
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** How a list merges: by key fields, as a set of scalars, or whole. */
+export type ListKind =
+  | { type: "map"; keys: string[] }
+  | { type: "set" }
+  | { type: "atomic" }
+  | { type: "atomic-struct" };
+/** The list type at a path of field names (indices left out). */
+export type ListTypes = (path: string[]) => ListKind;
+
+/** Lists of custom resources, from their structural schema. */
+export function schemaListTypes(schema: Obj | undefined): ListTypes {
+  return (path) => {
+    let node: Obj | undefined = schema;
+    for (const name of path) {
+      if (!node) break;
+      if (node.type === "array") node = node.items as Obj | undefined;
+      const properties = node?.properties as Record<string, Obj> | undefined;
+      node =
+        properties?.[name] ??
+        (isObject(node?.additionalProperties) ? (node?.additionalProperties as Obj) : undefined);
+    }
+    if (path[0] === "metadata") return builtinListTypes(path);
+    const type = node?.["x-kubernetes-list-type"];
+    if (type === "map")
+      return { type: "map", keys: (node?.["x-kubernetes-list-map-keys"] as string[]) ?? [] };
+    if (type === "set") return { type: "set" };
+    return { type: "atomic" };
+  };
+}
+
+/** Lists of built-in kinds, from their patch merge keys. */
+export const builtinListTypes: ListTypes = (path) => {
+  // LabelSelectors of workloads are atomic structs (+structType=atomic).
+  if (path.length === 2 && path[0] === "spec" && path[1] === "selector") return { type: "atomic-struct" };
+  const key = patchMergeKey(path);
+  if (key === "set") return { type: "set" };
+  if (key === "containerPort") return { type: "map", keys: ["containerPort", "protocol"] };
+  if (key) return { type: "map", keys: [key] };
+  return { type: "atomic" };
+};
+
+/** A path segment: a field, a keyed list item, or a set value. */
+type Segment = string; // "f:name" | "k:{...}" | "v:..."
+type Path = Segment[];
+const SEP = "\u0001";
+
+function itemKey(item: Obj, keys: string[]): string {
+  const key: Obj = {};
+  // A port's protocol is defaulted (TCP) before keys are compared.
+  for (const k of [...keys].sort()) key[k] = item[k] ?? (k === "protocol" ? "TCP" : undefined);
+  return `k:${JSON.stringify(key)}`;
+}
+
+/**
+ * The fields a value sets, as paths: leaves (scalars, atomic lists, empty objects), and keyed list
+ * items themselves. `withNodes` adds every object node too (what an Update's ownership covers).
+ */
+export function fieldSet(
+  value: unknown,
+  listTypes: ListTypes,
+  names: string[] = [],
+  prefix: Path = [],
+  out = new Set<string>(),
+): Set<string> {
+  if (isObject(value) && !(prefix.length && listTypes(names).type === "atomic-struct")) {
+    const entries = Object.entries(value);
+    if (entries.length === 0 && prefix.length) out.add(prefix.join(SEP));
+    for (const [name, child] of entries)
+      fieldSet(child, listTypes, [...names, name], [...prefix, `f:${name}`], out);
+    return out;
+  }
+  if (Array.isArray(value)) {
+    const kind = listTypes(names);
+    if (kind.type === "map") {
+      for (const item of value) {
+        if (!isObject(item)) continue;
+        const path = [...prefix, itemKey(item, kind.keys)];
+        out.add(path.join(SEP));
+        fieldSet(item, listTypes, names, path, out);
+      }
+      return out;
+    }
+    if (kind.type === "set") {
+      for (const item of value) out.add([...prefix, `v:${JSON.stringify(item)}`].join(SEP));
+      return out;
+    }
+  }
+  if (prefix.length) out.add(prefix.join(SEP));
+  return out;
+}
+
+/** The value at a path (undefined if absent). */
+function valueAt(root: unknown, path: string): unknown {
+  let node: unknown = root;
+  for (const segment of path.split(SEP)) {
+    if (segment.startsWith("f:")) node = isObject(node) ? node[segment.slice(2)] : undefined;
+    else if (segment.startsWith("k:")) {
+      const key = JSON.parse(segment.slice(2)) as Obj;
+      node = Array.isArray(node)
+        ? node.find(
+            (item) =>
+              isObject(item) &&
+              Object.entries(key).every(
+                ([k, v]) =>
+                  JSON.stringify(item[k] ?? (k === "protocol" ? "TCP" : undefined)) === JSON.stringify(v),
+              ),
+          )
+        : undefined;
+    } else if (segment.startsWith("v:")) {
+      const wanted = segment.slice(2);
+      node = Array.isArray(node) && node.some((item) => JSON.stringify(item) === wanted) ? true : undefined;
+    }
+    if (node === undefined) return undefined;
+  }
+  return node;
+}
+
+/** Removes the value at a path, if there. */
+function removeAt(root: Obj, path: string): void {
+  const segments = path.split(SEP);
+  const last = segments.pop() ?? "";
+  const parent = segments.length ? valueAt(root, segments.join(SEP)) : root;
+  if (last.startsWith("f:") && isObject(parent)) delete parent[last.slice(2)];
+  else if (Array.isArray(parent)) {
+    const index = parent.findIndex((item) => {
+      if (last.startsWith("v:")) return JSON.stringify(item) === last.slice(2);
+      const key = JSON.parse(last.slice(2)) as Obj;
+      return (
+        isObject(item) && Object.entries(key).every(([k, v]) => JSON.stringify(item[k]) === JSON.stringify(v))
+      );
+    });
+    if (index >= 0) parent.splice(index, 1);
+  }
+}
+
+/** Merges an applied configuration into the live object (lists as their type says). */
+export function mergeApplied(
+  live: unknown,
+  applied: unknown,
+  listTypes: ListTypes,
+  names: string[] = [],
+): unknown {
+  if (isObject(applied) && !(names.length && listTypes(names).type === "atomic-struct")) {
+    const result: Obj = isObject(live) ? { ...live } : {};
+    for (const [key, value] of Object.entries(applied)) {
+      result[key] = mergeApplied(result[key], value, listTypes, [...names, key]);
+    }
+    return result;
+  }
+  if (Array.isArray(applied) && Array.isArray(live)) {
+    const kind = listTypes(names);
+    if (kind.type === "map") {
+      const merged = [...live];
+      for (const item of applied) {
+        if (!isObject(item)) continue;
+        const key = itemKey(item, kind.keys);
+        const at = merged.findIndex((c) => isObject(c) && itemKey(c, kind.keys) === key);
+        if (at >= 0) merged[at] = mergeApplied(merged[at], item, listTypes, names);
+        else merged.push(structuredClone(item));
+      }
+      return merged;
+    }
+    if (kind.type === "set") {
+      const seen = new Set(live.map((v) => JSON.stringify(v)));
+      return [...live, ...applied.filter((v) => !seen.has(JSON.stringify(v)))];
+    }
+  }
+  return structuredClone(applied);
+}
+
+/** One manager's fields: the `managedFields` entry, with its field set kept as paths. */
+export interface ManagedEntry {
+  manager: string;
+  operation: "Apply" | "Update";
+  apiVersion: string;
+  time: string;
+  subresource?: string;
+  fields: Set<string>;
+}
+
+/** `metadata.managedFields` → entries (unknown formats are dropped: the server owns this field). */
+export function readManaged(metadata: Obj): ManagedEntry[] {
+  const list = (metadata.managedFields as Obj[] | undefined) ?? [];
+  return list.map((entry) => {
+    const fields = new Set<string>();
+    const walk = (node: unknown, prefix: Path) => {
+      if (!isObject(node)) return;
+      const keys = Object.keys(node);
+      if (keys.length === 0 && prefix.length) fields.add(prefix.join(SEP));
+      for (const key of keys) {
+        if (key === ".") fields.add(prefix.join(SEP));
+        else walk(node[key], [...prefix, key]);
+      }
+    };
+    walk(entry.fieldsV1, []);
+    return {
+      manager: String(entry.manager ?? ""),
+      operation: entry.operation === "Apply" ? "Apply" : "Update",
+      apiVersion: String(entry.apiVersion ?? ""),
+      time: String(entry.time ?? ""),
+      ...(entry.subresource ? { subresource: String(entry.subresource) } : {}),
+      fields,
+    };
+  });
+}
+
+/** Entries → `metadata.managedFields` (fieldsV1 trees; a node owned itself and with children gets "."). */
+export function writeManaged(entries: ManagedEntry[]): Obj[] {
+  return entries
+    .filter((e) => e.fields.size > 0)
+    .map((entry) => {
+      const tree: Obj = {};
+      for (const path of [...entry.fields].sort()) {
+        let node = tree;
+        for (const segment of path.split(SEP)) {
+          node[segment] ??= {};
+          node = node[segment] as Obj;
+        }
+      }
+      for (const path of entry.fields) {
+        const node = path.split(SEP).reduce<Obj>((n, s) => n[s] as Obj, tree);
+        if (Object.keys(node).length > 0 && !("." in node)) node["."] = {};
+      }
+      return {
+        manager: entry.manager,
+        operation: entry.operation,
+        apiVersion: entry.apiVersion,
+        time: entry.time,
+        fieldsType: "FieldsV1",
+        fieldsV1: sortTree(tree),
+        ...(entry.subresource ? { subresource: entry.subresource } : {}),
+      };
+    });
+}
+
+function sortTree(node: Obj): Obj {
+  const sorted: Obj = {};
+  for (const key of Object.keys(node).sort()) sorted[key] = sortTree(node[key] as Obj);
+  return sorted;
+}
+
+/** The fields an object's owners track: everything but identity and server-owned metadata. */
+export function ownedPart(object: Obj, part: "main" | "status", statusSubresource: boolean): Obj {
+  const { apiVersion: _a, kind: _k, metadata, status, ...rest } = object;
+  const meta = { ...(metadata as Obj) };
+  for (const key of [
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generateName",
+  ])
+    delete meta[key];
+  if (part === "status") return status === undefined ? {} : { status };
+  const owned: Obj = { ...rest };
+  if (Object.keys(meta).length) owned.metadata = meta;
+  if (!statusSubresource && status !== undefined) owned.status = status;
+  return owned;
+}
+
+export interface ApplyInput {
+  live: Obj | undefined;
+  applied: Obj;
+  manager: string;
+  force: boolean;
+  apiVersion: string;
+  subresource: "status" | undefined;
+  statusSubresource: boolean;
+  listTypes: ListTypes;
+  now: string;
+}
+
+/** The object after an apply, with its managedFields; a 409 naming each conflict otherwise. */
+export function serverSideApply(input: ApplyInput): Obj {
+  const part = input.subresource === "status" ? "status" : "main";
+  const live: Obj = input.live ? structuredClone(input.live) : {};
+  const entries = readManaged((live.metadata as Obj | undefined) ?? {});
+  const appliedPart = ownedPart(input.applied, part, input.statusSubresource);
+  const livePart = ownedPart(live, part, input.statusSubresource);
+  const applied = fieldSet(appliedPart, input.listTypes);
+  const mine = (e: ManagedEntry) =>
+    e.manager === input.manager && e.operation === "Apply" && e.subresource === input.subresource;
+  const conflicts: { entry: ManagedEntry; path: string }[] = [];
+  for (const entry of entries) {
+    if (mine(entry)) continue;
+    for (const path of applied) {
+      if (!entry.fields.has(path) || path.split(SEP).at(-1)?.startsWith("k:")) continue;
+      const ours = valueAt(appliedPart, path);
+      const theirs = valueAt(livePart, path);
+      if (JSON.stringify(ours) !== JSON.stringify(theirs) && !isObject(ours)) conflicts.push({ entry, path });
+    }
+  }
+  if (conflicts.length && !input.force) throw applyConflict(conflicts);
+  for (const { entry, path } of conflicts) entry.fields.delete(path);
+  // Fields this manager applied before and no longer does go, unless another manager keeps them.
+  const previous = entries.find(mine);
+  const others = entries.filter((e) => !mine(e));
+  let result = live;
+  if (previous) {
+    for (const path of previous.fields) {
+      if (applied.has(path) || others.some((e) => e.fields.has(path))) continue;
+      removeAt(result, path);
+    }
+  }
+  result = mergeApplied(result, appliedPart, input.listTypes) as Obj;
+  const entry: ManagedEntry = {
+    manager: input.manager,
+    operation: "Apply",
+    apiVersion: input.apiVersion,
+    time: input.now,
+    ...(input.subresource ? { subresource: input.subresource } : {}),
+    fields: applied,
+  };
+  const next = previous ? entries.map((e) => (e === previous ? entry : e)) : [...entries, entry];
+  result.metadata = { ...((result.metadata as Obj) ?? {}), managedFields: writeManaged(next) };
+  return result;
+}
+
+/**
+ * An Update (create, PUT, patch) by `manager`: it takes the fields whose value changed (all of
+ * them on create); other managers lose those.
+ */
+export function recordUpdate(
+  old: Obj | undefined,
+  next: Obj,
+  manager: string,
+  subresource: "status" | undefined,
+  apiVersion: string,
+  statusSubresource: boolean,
+  listTypes: ListTypes,
+  now: string,
+): void {
+  const part = subresource === "status" ? "status" : "main";
+  const entries = readManaged(((old ?? next).metadata as Obj | undefined) ?? {});
+  const before = old ? ownedPart(old, part, statusSubresource) : {};
+  const after = ownedPart(next, part, statusSubresource);
+  const afterFields = fieldSet(after, listTypes);
+  const changed = new Set(
+    [...afterFields].filter((p) => JSON.stringify(valueAt(before, p)) !== JSON.stringify(valueAt(after, p))),
+  );
+  for (const entry of entries) {
+    for (const path of changed) entry.fields.delete(path);
+    // Fields that no longer exist are no one's.
+    for (const path of entry.fields)
+      if (valueAt(after, path) === undefined && (entry.subresource === "status") === (part === "status"))
+        entry.fields.delete(path);
+  }
+  if (changed.size) {
+    const existing = entries.find(
+      (e) => e.manager === manager && e.operation === "Update" && e.subresource === subresource,
+    );
+    if (existing) {
+      for (const path of changed) existing.fields.add(path);
+      existing.time = now;
+    } else {
+      entries.push({
+        manager,
+        operation: "Update",
+        apiVersion,
+        time: now,
+        ...(subresource ? { subresource } : {}),
+        fields: changed,
+      });
+    }
+  }
+  const managed = writeManaged(entries);
+  const metadata = next.metadata as Obj;
+  if (managed.length) metadata.managedFields = managed;
+  else delete metadata.managedFields;
+}
+
+function applyConflict(conflicts: { entry: ManagedEntry; path: string }[]): StatusError {
+  const describe = (entry: ManagedEntry) =>
+    `conflict with "${entry.manager}"${entry.operation === "Update" ? ` using ${entry.apiVersion}` : ""}${entry.subresource ? ` with subresource "${entry.subresource}"` : ""}`;
+  const field = (path: string) =>
+    path
+      .split(SEP)
+      .map((s) =>
+        s.startsWith("f:")
+          ? `.${s.slice(2)}`
+          : s.startsWith("k:")
+            ? `[${s
+                .slice(2)
+                .replace(/^\{|\}$/g, "")
+                .replaceAll(":", "=")
+                .replaceAll(",", ",")}]`
+            : `[${s.slice(2)}]`,
+      )
+      .join("");
+  const causes = conflicts.map(({ entry, path }) => ({
+    reason: "FieldManagerConflict",
+    message: describe(entry),
+    field: field(path),
+  }));
+  const message =
+    conflicts.length === 1
+      ? `Apply failed with 1 conflict: ${describe(conflicts[0]?.entry as ManagedEntry)}: ${field(conflicts[0]?.path ?? "")}`
+      : `Apply failed with ${conflicts.length} conflicts: ${conflicts.map(({ entry, path }) => `${describe(entry)}: ${field(path)}`).join("\n")}`;
+  return new StatusError({
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    message,
+    reason: "Conflict",
+    details: { causes },
+    code: 409,
+  } as StatusError["status"]);
+}

@@ -1,0 +1,3 @@
+export { NotEmulated, StatusError } from "./errors.js";
+export { DEFAULT_HISTORY, MemoryApiServer, type MemoryApiServerOptions, type WebhookLike } from "./server.js";
+export { MemoryTransport } from "./transport.js";

@@ -1,0 +1,227 @@
+import { badRequest, internal, NotEmulated, StatusError } from "./errors.js";
+
+/**
+ * The three patch formats of PATCH requests: JSON merge patch (RFC 7386), JSON patch (RFC 6902)
+ * and strategic merge patch (built-in kinds only, with their lists' patch merge keys).
+ */
+
+type Json = unknown;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** RFC 7386: objects merge key by key, `null` deletes, anything else (lists included) replaces. */
+export function mergePatch(target: Json, patch: Json): Json {
+  if (!isObject(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+type Operation = { op: string; path: string; value?: Json; from?: string };
+
+function pointer(path: string): string[] {
+  if (path === "") return [];
+  if (!path.startsWith("/"))
+    throw badRequest(`the server rejected our request due to an error in our request`);
+  return path
+    .slice(1)
+    .split("/")
+    .map((p) => p.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+
+/** kube-apiserver's (evanphx/json-patch's) errors come back as 422 with this wording. */
+function patchFailed(message: string): StatusError {
+  return new StatusError({
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    message,
+    reason: "Invalid",
+    code: 422,
+  } as StatusError["status"]);
+}
+
+/** RFC 6902, with the API server's error answers for a failed `test` or a missing path. */
+export function jsonPatch(target: Json, operations: Json): Json {
+  if (!Array.isArray(operations))
+    throw badRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+  let document = structuredClone(target);
+  for (const operation of operations as Operation[]) {
+    const parts = pointer(operation.path);
+    switch (operation.op) {
+      case "add":
+        document = put(document, parts, structuredClone(operation.value), "add");
+        break;
+      case "replace":
+        document = put(document, parts, structuredClone(operation.value), "replace");
+        break;
+      case "remove":
+        document = remove(document, parts, operation.path);
+        break;
+      case "test": {
+        const found = get(document, parts);
+        if (JSON.stringify(found) !== JSON.stringify(operation.value))
+          throw patchFailed(`the server rejected our request due to an error in our request`);
+        break;
+      }
+      case "move":
+      case "copy": {
+        const from = pointer(operation.from ?? "");
+        const value = get(document, from);
+        if (value === undefined)
+          throw patchFailed(`the server rejected our request due to an error in our request`);
+        if (operation.op === "move") document = remove(document, from, operation.from ?? "");
+        document = put(document, parts, structuredClone(value), "add");
+        break;
+      }
+      default:
+        throw badRequest(`Unexpected kind: ${operation.op}`);
+    }
+  }
+  return document;
+}
+
+function get(document: Json, parts: string[]): Json {
+  let node = document;
+  for (const part of parts) {
+    if (Array.isArray(node)) node = node[Number(part)];
+    else if (isObject(node)) node = node[part];
+    else return undefined;
+  }
+  return node;
+}
+
+function put(document: Json, parts: string[], value: Json, op: "add" | "replace"): Json {
+  if (parts.length === 0) return value;
+  const parent = get(document, parts.slice(0, -1));
+  const last = parts.at(-1) ?? "";
+  const missing = () =>
+    patchFailed(
+      op === "replace"
+        ? `the server rejected our request due to an error in our request`
+        : `the server rejected our request due to an error in our request`,
+    );
+  if (Array.isArray(parent)) {
+    const index = last === "-" ? parent.length : Number(last);
+    if (
+      !Number.isInteger(index) ||
+      index < 0 ||
+      index > parent.length ||
+      (op === "replace" && index >= parent.length)
+    )
+      throw missing();
+    if (op === "add") parent.splice(index, 0, value);
+    else parent[index] = value;
+  } else if (isObject(parent)) {
+    if (op === "replace" && !(last in parent)) throw missing();
+    parent[last] = value;
+  } else {
+    throw missing();
+  }
+  return document;
+}
+
+function remove(document: Json, parts: string[], path: string): Json {
+  const parent = get(document, parts.slice(0, -1));
+  const last = parts.at(-1) ?? "";
+  if (Array.isArray(parent) && Number(last) < parent.length) parent.splice(Number(last), 1);
+  else if (isObject(parent) && last in parent) delete parent[last];
+  else throw patchFailed(`the server rejected our request due to an error in our request`);
+  void path;
+  return document;
+}
+
+/**
+ * The patch merge key of a built-in kind's list, by the field names on its path (the keys of
+ * k8s.io/api's `patchMergeKey` tags). `"set"`: a list of scalars merged as a set (finalizers).
+ * Undefined: the list is replaced whole.
+ */
+export function patchMergeKey(path: string[]): string | "set" | undefined {
+  const last = path.at(-1);
+  const parent = path.at(-2);
+  switch (last) {
+    case "containers":
+    case "initContainers":
+    case "ephemeralContainers":
+    case "env":
+    case "volumes":
+    case "imagePullSecrets":
+      return "name";
+    case "ports":
+      return parent === "containers" || parent === "initContainers" ? "containerPort" : "port";
+    case "volumeMounts":
+      return "mountPath";
+    case "volumeDevices":
+      return "devicePath";
+    case "conditions":
+      return "type";
+    case "ownerReferences":
+      return "uid";
+    case "hostAliases":
+      return "ip";
+    case "topologySpreadConstraints":
+      return "topologyKey";
+    case "finalizers":
+      return parent === "metadata" ? "set" : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Strategic merge patch: a merge patch whose lists with a patch merge key merge item by item.
+ * The `$patch`, `$retainKeys`, `$setElementOrder` and `$deleteFromPrimitiveList` directives are
+ * refused (not emulated).
+ */
+export function strategicMergePatch(target: Json, patch: Json, path: string[] = []): Json {
+  if (!isObject(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (key.startsWith("$"))
+      throw new NotEmulated(`strategic merge patch directives (${key} at ${path.join(".") || "<root>"})`);
+    if (value === null) {
+      delete result[key];
+      continue;
+    }
+    const childPath = [...path, key];
+    if (Array.isArray(value)) {
+      const mergeKey = patchMergeKey(childPath);
+      const current = Array.isArray(result[key]) ? (result[key] as Json[]) : [];
+      if (mergeKey === "set") {
+        result[key] = [
+          ...current,
+          ...value.filter((v) => !current.some((c) => JSON.stringify(c) === JSON.stringify(v))),
+        ];
+      } else if (mergeKey) {
+        const merged = current.map((c) => structuredClone(c));
+        for (const item of value) {
+          if (isObject(item) && Object.keys(item).some((k) => k.startsWith("$")))
+            throw new NotEmulated(`strategic merge patch directives (in ${childPath.join(".")})`);
+          const at = isObject(item)
+            ? merged.findIndex((c) => isObject(c) && c[mergeKey] === item[mergeKey])
+            : -1;
+          if (at >= 0) merged[at] = strategicMergePatch(merged[at], item, childPath);
+          else merged.push(structuredClone(item));
+        }
+        result[key] = merged;
+      } else {
+        result[key] = structuredClone(value);
+      }
+    } else {
+      result[key] = strategicMergePatch(result[key], value, childPath);
+    }
+  }
+  return result;
+}
+
+export function parseBody(body: unknown): Json {
+  if (typeof body !== "string") return body;
+  try {
+    return JSON.parse(body);
+  } catch (error) {
+    throw internal(`could not decode the request body: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,210 @@
+import type { FieldError } from "./errors.js";
+import { NotEmulated } from "./errors.js";
+
+/**
+ * A custom resource's structural schema at work, as kube-apiserver applies it: unknown fields
+ * pruned, defaults filled in, then validation with the server's messages. CEL rules
+ * (`x-kubernetes-validations`) are refused: no CEL implementation for TypeScript covers the
+ * Kubernetes CEL libraries and cost limits, so a rule could pass here and fail there.
+ */
+
+type Schema = Record<string, unknown>;
+type Json = unknown;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Refuses schemas with features not emulated, once, when the CRD is created. */
+export function checkEmulated(schema: Schema, path = ""): void {
+  if (schema["x-kubernetes-validations"])
+    throw new NotEmulated(`CEL validation rules (x-kubernetes-validations at ${path || "<root>"})`);
+  if (schema["x-kubernetes-embedded-resource"])
+    throw new NotEmulated(`embedded resources (x-kubernetes-embedded-resource at ${path || "<root>"})`);
+  for (const key of ["allOf", "anyOf", "oneOf", "not"])
+    if (schema[key]) throw new NotEmulated(`the "${key}" schema keyword (at ${path || "<root>"})`);
+  for (const [name, child] of Object.entries((schema.properties as Record<string, Schema>) ?? {}))
+    checkEmulated(child, path ? `${path}.${name}` : name);
+  if (isObject(schema.items)) checkEmulated(schema.items as Schema, `${path}[*]`);
+  if (isObject(schema.additionalProperties))
+    checkEmulated(schema.additionalProperties as Schema, `${path}[*]`);
+}
+
+/** Drops fields the schema does not know (pruning); returns the pruned value. */
+export function prune(value: Json, schema: Schema | undefined): Json {
+  if (!schema || schema["x-kubernetes-preserve-unknown-fields"] || schema["x-kubernetes-int-or-string"])
+    return value;
+  if (Array.isArray(value)) {
+    const items = schema.items as Schema | undefined;
+    return value.map((v) => prune(v, items));
+  }
+  if (!isObject(value)) return value;
+  const properties = schema.properties as Record<string, Schema> | undefined;
+  const additional = schema.additionalProperties;
+  const result: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    // A null where the schema does not allow one is dropped (then defaulted), as the server does.
+    if (child === null && properties?.[key] && !properties[key]?.nullable) continue;
+    if (properties?.[key]) result[key] = prune(child, properties[key]);
+    else if (isObject(additional)) result[key] = prune(child, additional as Schema);
+    else if (additional === true) result[key] = child;
+  }
+  return result;
+}
+
+/** Fills in defaults where fields are missing (nested objects included), as the server does on every read and write. */
+export function applyDefaults(value: Json, schema: Schema | undefined): Json {
+  if (!schema) return value;
+  if (Array.isArray(value)) {
+    const items = schema.items as Schema | undefined;
+    return value.map((v) => applyDefaults(v, items));
+  }
+  if (!isObject(value)) return value;
+  const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
+  for (const [key, child] of Object.entries(properties)) {
+    if (value[key] === undefined && child.default !== undefined) value[key] = structuredClone(child.default);
+    if (value[key] !== undefined) value[key] = applyDefaults(value[key], child);
+  }
+  if (isObject(schema.additionalProperties))
+    for (const key of Object.keys(value))
+      if (!properties[key]) value[key] = applyDefaults(value[key], schema.additionalProperties as Schema);
+  return value;
+}
+
+/** Go's %v rendering of a value in "Invalid value: …" messages. */
+export function goValue(value: Json): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "object") return `"${Array.isArray(value) ? "array" : "object"}"`;
+  return String(value);
+}
+
+function typeOf(value: Json): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+/** Validates against the structural schema; the errors carry kube-apiserver's wording. */
+export function validate(value: Json, schema: Schema | undefined, path: string, errors: FieldError[]): void {
+  if (!schema) return;
+  const where = path;
+  if (value === null) {
+    if (!schema.nullable && schema.type)
+      errors.push({
+        type: "FieldValueTypeInvalid",
+        field: where,
+        message: `Invalid value: "null": ${where} in body must be of type ${schema.type}: "null"`,
+      });
+    return;
+  }
+  if (schema["x-kubernetes-int-or-string"]) {
+    if (typeof value !== "string" && !Number.isInteger(value))
+      errors.push({
+        type: "FieldValueTypeInvalid",
+        field: where,
+        message: `Invalid value: ${goValue(value)}: ${where} in body must be of type integer,string: ${JSON.stringify(typeOf(value))}`,
+      });
+    return;
+  }
+  const type = schema.type as string | undefined;
+  const actual = typeOf(value);
+  if (type && !(actual === type || (type === "number" && actual === "integer"))) {
+    errors.push({
+      type: "FieldValueTypeInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(actual)}: ${where} in body must be of type ${type}: ${JSON.stringify(actual)}`,
+    });
+    // A fractional number for an integer is also reported by the format check, with no field.
+    if (type === "integer" && actual === "number")
+      errors.push({
+        type: "FieldValueInvalid",
+        field: "<nil>",
+        message: `Invalid value: "": Checked value must be of type integer (default format) in ${where.replace(/^\./, "")}`,
+      });
+    return;
+  }
+  if (schema.enum && !(schema.enum as Json[]).some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+    const supported = (schema.enum as Json[]).map((e) => JSON.stringify(e)).join(", ");
+    errors.push({
+      type: "FieldValueNotSupported",
+      field: where,
+      message: `Unsupported value: ${JSON.stringify(value)}: supported values: ${supported}`,
+    });
+  }
+  if (typeof value === "number") {
+    const { minimum, maximum } = schema as { minimum?: number; maximum?: number };
+    if (minimum !== undefined && (schema.exclusiveMinimum ? value <= minimum : value < minimum))
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${value}: ${where} in body should be greater than ${schema.exclusiveMinimum ? "" : "or equal to "}${minimum}`,
+      });
+    if (maximum !== undefined && (schema.exclusiveMaximum ? value >= maximum : value > maximum))
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${value}: ${where} in body should be less than ${schema.exclusiveMaximum ? "" : "or equal to "}${maximum}`,
+      });
+    if (schema.multipleOf !== undefined && value % (schema.multipleOf as number) !== 0)
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${value}: ${where} in body should be a multiple of ${schema.multipleOf}`,
+      });
+  }
+  if (typeof value === "string") {
+    const length = [...value].length;
+    if (schema.minLength !== undefined && length < (schema.minLength as number))
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should be at least ${schema.minLength} chars long`,
+      });
+    if (schema.maxLength !== undefined && length > (schema.maxLength as number))
+      errors.push({
+        type: "FieldValueTooLong",
+        field: where,
+        message: `Too long: may not be more than ${schema.maxLength} bytes`,
+      });
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern as string, "u").test(value))
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should match '${schema.pattern}'`,
+      });
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < (schema.minItems as number))
+      errors.push({
+        type: "FieldValueInvalid",
+        field: where,
+        message: `Invalid value: ${value.length}: ${where} in body should have at least ${schema.minItems} items`,
+      });
+    if (schema.maxItems !== undefined && value.length > (schema.maxItems as number))
+      errors.push({
+        type: "FieldValueTooMany",
+        field: where,
+        message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
+      });
+    for (const [i, item] of value.entries())
+      validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
+  }
+  if (isObject(value)) {
+    const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
+    for (const name of (schema.required as string[] | undefined) ?? [])
+      if (value[name] === undefined)
+        errors.push({ type: "FieldValueRequired", field: `${where}.${name}`, message: "Required value" });
+    for (const [name, child] of Object.entries(value)) {
+      const childSchema =
+        properties[name] ??
+        (isObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : undefined);
+      validate(child, childSchema, `${where}.${name}`, errors);
+    }
+  }
+}
+
+/** The schema of the object's top-level field, e.g. `spec`, for status-only work. */
+export function propertyOf(schema: Schema | undefined, name: string): Schema | undefined {
+  return (schema?.properties as Record<string, Schema> | undefined)?.[name];
+}

@@ -1,0 +1,47 @@
+import type { ApiTransport } from "../../client/api-transport.js";
+import { apiErrorFor } from "../../client/errors.js";
+import type { HttpRequest, HttpResponse, StreamRequest, StreamResponse } from "../../client/transport.js";
+import { StatusError } from "./errors.js";
+import type { MemoryApiServer } from "./server.js";
+
+let servers = 0;
+
+/**
+ * The client's transport to a {@link MemoryApiServer}: requests go to the server's handler in
+ * process (no socket, no serialisation beyond a JSON copy), failures come back as the same typed
+ * errors (`NotFound`, `Conflict`, …) the HTTP transport throws.
+ */
+export class MemoryTransport implements ApiTransport {
+  readonly server = `memory://apiserver-${++servers}`;
+  readonly requestTimeoutMs = 30_000;
+
+  constructor(
+    private readonly api: MemoryApiServer,
+    private readonly userAgent: string,
+  ) {}
+
+  async request(request: HttpRequest): Promise<HttpResponse> {
+    try {
+      const response = await this.api.handle({ ...request, userAgent: this.userAgent });
+      // A copy, as over the wire: the caller may change what it got.
+      return { ...response, body: JSON.parse(JSON.stringify(response.body)) };
+    } catch (error) {
+      throw asApiError(error, request);
+    }
+  }
+
+  async stream(request: StreamRequest): Promise<StreamResponse> {
+    try {
+      return await this.api.stream(request);
+    } catch (error) {
+      throw asApiError(error, request);
+    }
+  }
+
+  async close(): Promise<void> {}
+}
+
+function asApiError(error: unknown, request: HttpRequest): unknown {
+  if (!(error instanceof StatusError)) return error;
+  return apiErrorFor(error.status.code, error.status, `${request.method} ${request.path}`);
+}
