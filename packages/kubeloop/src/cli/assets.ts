@@ -14,8 +14,9 @@ import {
 import { CliError } from "./errors.js";
 
 const USAGE = `Usage:
-  kubeloop assets build [--component kubernetes|etcd|kwok]... [--kubernetes-version 1.33]...
-      Builds the pinned control-plane binaries from Go modules (needs Go ≥ 1.26), unless already cached.
+  kubeloop assets build [--component kubernetes|etcd|kwok|helm|olm]... [--kubernetes-version 1.33]...
+      Builds the pinned control-plane binaries, helm and OLM's operator-verify from Go modules
+      (needs Go ≥ 1.26), unless already cached.
       --kubernetes-version may repeat; each version is cached beside the others.
   kubeloop assets where [--kubernetes-version 1.33]
       Prints where each binary comes from (KUBEBUILDER_ASSETS, or the cache).
@@ -41,7 +42,8 @@ export async function assetsCommand(argv: string[]): Promise<number> {
   if (sub === "build") {
     const names = (values.component ?? Object.keys(COMPONENTS)) as (keyof typeof COMPONENTS)[];
     for (const name of names) {
-      if (!(name in COMPONENTS)) throw new CliError(`unknown component "${name}" (kubernetes, etcd or kwok)`);
+      if (!(name in COMPONENTS))
+        throw new CliError(`unknown component "${name}" (${Object.keys(COMPONENTS).join(", ")})`);
     }
     const root = defaultAssetsRoot();
     for (const kubernetesVersion of kubernetesVersions(values["kubernetes-version"])) {

@@ -138,6 +138,7 @@ describe("kubeloop generate --namespaces", () => {
         join(project, "package.json"),
         JSON.stringify({
           name: "shops",
+          version: "0.1.0",
           type: "module",
           kubeloop: {
             resources: "resources.mjs",

@@ -5,7 +5,7 @@ import { anchorsIn, toYaml, toYamlDocuments } from "./yaml.js";
 
 const REPO = resolve(import.meta.dirname, "../../../..");
 const GENERATED = ["examples/nginx", "examples/sampledb"].flatMap((example) =>
-  ["config", "chart", "bundle"].map((dir) => join(REPO, example, dir)),
+  ["config", "charts", "bundle"].map((dir) => join(REPO, example, dir)),
 );
 
 function yamlFiles(dir: string): string[] {

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { AssetsError } from "../errors.js";
 import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
 import { componentDir, defaultAssetsRoot } from "./locate.js";
@@ -246,6 +246,59 @@ const RECIPES: Record<ComponentName, Recipe> = {
     ).trim();
     writeFileSync(join(out, "stages.yaml"), kwokStages(moduleDir));
   },
+
+  /**
+   * Helm has no `replace` directives. Its version is a variable its Makefile sets with -X; without
+   * it `helm version` says only the minor and `helm lint` cannot tell which release checked a chart.
+   */
+  async helm(context) {
+    const { spec, run, goBinary } = context;
+    await initModule(context, "kubeloop.local/helm");
+    context.progress("  downloading modules");
+    await runGo(
+      "Downloading Helm modules",
+      ["get", `helm.sh/helm/v3/cmd/helm@v${spec.version}`],
+      run,
+      goBinary,
+    );
+    // As Helm's Makefile: without the Kubernetes version of its client-go, `helm template` and
+    // `helm lint` assume Kubernetes 1.20 and refuse charts that declare a newer kubeVersion.
+    const clientGo = (
+      await runGo(
+        "Reading Helm's client-go version",
+        ["list", "-m", "-f", "{{.Version}}", "k8s.io/client-go"],
+        run,
+        goBinary,
+      )
+    ).trim(); // v0.37.0: Kubernetes 1.37
+    const minor = clientGo.split(".")[1];
+    if (!minor) throw new AssetsError(`Helm's k8s.io/client-go version "${clientGo}" is not v0.X.Y`);
+    const ldflags = [
+      "-s",
+      "-w",
+      `-X helm.sh/helm/v3/internal/version.version=v${spec.version}`,
+      ...["pkg/lint/rules", "pkg/chartutil"].flatMap((pkg) => [
+        `-X helm.sh/helm/v3/${pkg}.k8sVersionMajor=1`,
+        `-X helm.sh/helm/v3/${pkg}.k8sVersionMinor=${minor}`,
+      ]),
+    ];
+    await compile(context, ["helm.sh/helm/v3/cmd/helm"], [`-ldflags=${ldflags.join(" ")}`]);
+  },
+
+  /** OLM's bundle validator, as operator-framework/api ships it (its own command, no wrapper code). */
+  async olm(context) {
+    const { spec, run, goBinary } = context;
+    await initModule(context, "kubeloop.local/olm");
+    context.progress("  downloading modules");
+    const command = "github.com/operator-framework/api/cmd/operator-verify";
+    await runGo(
+      "Downloading operator-framework/api modules",
+      ["get", `${command}@v${spec.version}`],
+      run,
+      goBinary,
+    );
+    await compile(context, [command], ["-ldflags=-s -w"]);
+  },
 };
 
 /** The stages kwokctl installs by default: nodes become Ready and heartbeat; pods run, finish and go. */
@@ -296,13 +349,24 @@ function flagsForList(flags: string[]): string[] {
   return flags.filter((flag) => flag.startsWith("-tags="));
 }
 
+/**
+ * How each binary tells its version: most take `--version`; helm has a subcommand; operator-verify
+ * has none, so its help proves it runs and the recorded version is the module's.
+ */
+const VERSION_ARGS: Partial<Record<string, { args: string[]; printsVersion: boolean }>> = {
+  helm: { args: ["version", "--short"], printsVersion: true },
+  "operator-verify": { args: ["manifests", "--help"], printsVersion: false },
+};
+
 /** Runs a fresh binary's `--version` so a broken build never lands in the cache. */
 function verifyBinary(path: string, spec: ComponentSpec): string {
-  const result = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 30_000 });
+  const how = VERSION_ARGS[basename(path)] ?? { args: ["--version"], printsVersion: true };
+  const result = spawnSync(path, how.args, { encoding: "utf8", timeout: 30_000 });
   const output = `${result.stdout ?? ""}${result.stderr ?? ""}`.trim();
+  if (!how.printsVersion && !result.error && result.status === 0) return `${basename(path)} v${spec.version}`;
   if (result.error || result.status !== 0 || !output.includes(spec.version)) {
     throw new AssetsError(
-      `The freshly built ${path} does not run as expected (wanted version ${spec.version} in its --version): ` +
+      `The freshly built ${path} does not run as expected (wanted version ${spec.version} from \`${how.args.join(" ")}\`): ` +
         `${result.error?.message ?? output.slice(0, 500)}`,
     );
   }

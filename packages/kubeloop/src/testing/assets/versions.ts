@@ -16,10 +16,19 @@ export const ETCD_VERSION = "3.6.16";
 export const KWOK_VERSION = "0.8.0";
 
 /**
- * The oldest supported Kubernetes: 1.33 is three minors behind 1.36 and is still in standard support
- * on EKS, GKE and AKS in late 2026. It builds with Go 1.26 (upstream backported Go 1.25 support to
- * 1.33), and it serves everything the client relies on (aggregated discovery v2, CEL validation,
- * ValidatingAdmissionPolicy, bookmarks); streaming lists (WatchList) are beta but off there.
+ * The tools that test how an operator ships (docs/shipping.md): Helm, built from helm.sh/helm/v3 (its
+ * newest v3 release on the module proxy), and operator-verify, OLM's bundle validator from
+ * github.com/operator-framework/api (the newest tag the proxy serves; it is the library
+ * operator-sdk's `bundle validate` calls). Neither depends on the Kubernetes version under test.
+ */
+export const HELM_VERSION = "3.22.0";
+export const OLM_API_VERSION = "0.45.0";
+
+/**
+ * The oldest supported Kubernetes: 1.33 is three minors behind 1.36 and still a supported production
+ * cluster in late 2026 (EKS and GKE extended support, AKS long-term support, OpenShift 4.20). Go 1.26
+ * builds it unchanged, and it serves everything the client relies on (aggregated discovery v2, CEL
+ * validation, ValidatingAdmissionPolicy, bookmarks); streaming lists (WatchList) are beta but off.
  */
 export const OLDEST_KUBERNETES_VERSION = "1.33.13";
 
@@ -80,10 +89,17 @@ export function minorOf(version: string): string {
 }
 
 /** A binary the control plane runs. */
-export type BinaryName = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kwok";
+export type BinaryName =
+  | "etcd"
+  | "kube-apiserver"
+  | "kube-controller-manager"
+  | "kube-scheduler"
+  | "kwok"
+  | "helm"
+  | "operator-verify";
 
 /** Which pinned build (a "component") ships which binaries. */
-export type ComponentName = "kubernetes" | "etcd" | "kwok";
+export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm" | "olm";
 
 export interface ComponentSpec {
   readonly name: ComponentName;
@@ -94,7 +110,8 @@ export interface ComponentSpec {
 /**
  * The components for one Kubernetes version (an exact one, see {@link resolveKubernetesVersion}).
  * etcd and kwok are the same for every supported minor: etcd 3.6 serves Kubernetes 1.33 as well as
- * the 3.5 it was released with, and kwok 0.8 only talks to the API server as a client.
+ * the 3.5 it was released with, and kwok 0.8 only talks to the API server as a client; so are helm
+ * and operator-verify, which are clients too.
  */
 export function componentsFor(kubernetesVersion: string): Readonly<Record<ComponentName, ComponentSpec>> {
   return {
@@ -105,6 +122,8 @@ export function componentsFor(kubernetesVersion: string): Readonly<Record<Compon
     },
     etcd: { name: "etcd", version: ETCD_VERSION, binaries: ["etcd"] },
     kwok: { name: "kwok", version: KWOK_VERSION, binaries: ["kwok"] },
+    helm: { name: "helm", version: HELM_VERSION, binaries: ["helm"] },
+    olm: { name: "olm", version: OLM_API_VERSION, binaries: ["operator-verify"] },
   };
 }
 
