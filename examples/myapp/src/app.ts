@@ -110,11 +110,13 @@ export function serviceFor(app: AppView) {
   };
 }
 
-/** Extra inputs a reconcile may get (composition): env for the pods, a blocker for Ready. */
+/** Extra inputs a reconcile may get (composition): env for the pods, and conditions to report. */
 export interface Dependencies {
   env?: { name: string; valueFrom?: unknown }[];
   /** Set when something the app needs is not there yet: Ready stays False with this reason. */
   notReady?: { reason: string; message: string };
+  /** Conditions of the app's dependencies (e.g. `DatabaseReady`), written with the rest. */
+  conditions?: Omit<ConditionInput, "observedGeneration">[];
 }
 
 /**
@@ -164,6 +166,7 @@ export async function reconcileApp<T extends KubeObject>(
       HISTORY_LIMIT,
     );
 
+  for (const c of deps.conditions ?? []) set(c);
   let result: ReconcileResult = done();
   if (rollout.state === "Failed" && running === wanted && healthy && healthy !== wanted) {
     // The new version did not become available in time: back to the last healthy one.
@@ -261,4 +264,29 @@ export async function reconcileApp<T extends KubeObject>(
   // Fields this status no longer has must go: a merge patch only removes what it sets to null.
   if (status.failedVersion && !next.failedVersion) await ctx.status({ failedVersion: null });
   return result;
+}
+
+/**
+ * The app cannot roll out yet because a dependency is missing or not ready: no Deployment change
+ * (pods that cannot reach their database would only crash-loop), the dependency's condition, Ready
+ * False with the same reason, phase Pending. The caller requeues; nothing here throws.
+ */
+export async function reportWaiting<T extends KubeObject>(
+  app: AppView,
+  ctx: ReconcileContext<T>,
+  dependency: { type: string; reason: string; message: string },
+): Promise<void> {
+  const generation = app.metadata?.generation;
+  const observed = generation ? { observedGeneration: generation } : {};
+  let conditions = app.status?.conditions ?? [];
+  conditions = setCondition(conditions, { ...dependency, status: false, ...observed });
+  conditions = setCondition(conditions, {
+    type: "Ready",
+    status: false,
+    reason: dependency.reason,
+    message: dependency.message,
+    ...observed,
+  });
+  await ctx.apply(serviceFor(app));
+  await ctx.status({ phase: "Pending", conditions });
 }

@@ -190,7 +190,16 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
     ]);
 
     // Release 2 reconciles now: a change through v1 reaches the Deployment.
-    const scaled = await k(["-n", NS, "patch", "myapps.v1.apps.example.com", "b", "--type=merge", "-p", '{"spec":{"replicas":4}}']);
+    const scaled = await k([
+      "-n",
+      NS,
+      "patch",
+      "myapps.v1.apps.example.com",
+      "b",
+      "--type=merge",
+      "-p",
+      '{"spec":{"replicas":4}}',
+    ]);
     expect(scaled.code, scaled.stderr).toBe(0);
     await until(
       async () =>
@@ -216,7 +225,8 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       })),
     ).toEqual(expected);
     await until(
-      async () => (await json<{ items: Item[] }>(["-n", NS, "get", "myapps.v1.apps.example.com"])).items.every(isReady),
+      async () =>
+        (await json<{ items: Item[] }>(["-n", NS, "get", "myapps.v1.apps.example.com"])).items.every(isReady),
       60_000,
       "every MyApp Ready under release 2",
     );

@@ -1,0 +1,110 @@
+import { type KubeObject, type ReconcileContext, resourceType } from "kubeloop";
+import { NotFound, UnknownKind } from "kubeloop/client";
+import type { AppView, Dependencies } from "./app.ts";
+
+/**
+ * Composition across operators: with `spec.database.enabled`, a MyApp owns a SampleDB (the SampleDB
+ * operator's resource, `db.example.com/v1alpha1`), waits until it is Ready, and wires the
+ * credentials Secret the SampleDB operator writes into its pods (`DATABASE_URL` from its `uri` key).
+ * Deleting the MyApp deletes the SampleDB (owner reference), and the SampleDB operator applies its
+ * `deletionPolicy` (default: a final snapshot, then drop).
+ *
+ * MyApp depends on SampleDB's API, not its code: the few fields it reads are typed here. It reads
+ * SampleDBs rather than watching them, because a watch of a kind whose CRD is not installed would
+ * keep the manager's caches from syncing (every MyApp, with a database or not, would stall): a
+ * missing CRD is instead a `DatabaseReady=False` condition naming it, looked at again every minute.
+ */
+
+interface SampleDBObject extends KubeObject {
+  spec: { server: { secretName: string }; [field: string]: unknown };
+  status?: {
+    phase?: string;
+    credentialsSecret?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
+}
+
+export const SampleDB = resourceType<SampleDBObject>("db.example.com/v1alpha1", "SampleDB", {
+  plural: "sampledbs",
+  namespaced: true,
+});
+export const SAMPLEDB_CRD = "sampledbs.db.example.com";
+
+/** While the database comes up, look again this often (its status is read, not watched). */
+const DATABASE_POLL = "3s";
+/** A missing CRD is installed by a person: once a minute is soon enough and costs nothing. */
+const CRD_POLL = "1m";
+
+export type DatabaseState =
+  | { ready: true; env: Dependencies["env"] }
+  | { ready: false; reason: string; message: string; retryAfter: string };
+
+export const databaseName = (app: AppView) => `${app.metadata?.name ?? ""}-db`;
+
+/** Ensures the app's SampleDB and reports whether it is usable, with the env that wires it. */
+export async function ensureDatabase<T extends KubeObject>(
+  app: AppView,
+  ctx: ReconcileContext<T>,
+): Promise<DatabaseState> {
+  const database = app.spec.database;
+  if (!database?.serverSecret)
+    return {
+      ready: false,
+      reason: "DatabaseServerMissing",
+      message:
+        "spec.database.serverSecret must name the SampleDB server Secret (host, port, username, password)",
+      retryAfter: CRD_POLL,
+    };
+  try {
+    await ctx.client.resolve(SampleDB);
+  } catch (error) {
+    if (!(error instanceof UnknownKind)) throw error;
+    return {
+      ready: false,
+      reason: "SampleDBNotInstalled",
+      message: `spec.database.enabled needs the SampleDB operator, but its CRD (${SAMPLEDB_CRD}) is not installed: install it, or set spec.database.enabled to false`,
+      retryAfter: CRD_POLL,
+    };
+  }
+  const name = databaseName(app);
+  // The operator's own fields only: what the SampleDB operator defaults stays its own.
+  await ctx.apply({
+    apiVersion: SampleDB.apiVersion,
+    kind: SampleDB.kind,
+    metadata: {
+      name,
+      namespace: app.metadata?.namespace ?? "",
+      labels: { "app.kubernetes.io/part-of": app.metadata?.name ?? "" },
+    },
+    spec: { server: { secretName: database.serverSecret } },
+  });
+  let db: SampleDBObject;
+  try {
+    db = await ctx.client.get(SampleDB, name, { namespace: app.metadata?.namespace ?? "" });
+  } catch (error) {
+    if (!(error instanceof NotFound)) throw error;
+    return {
+      ready: false,
+      reason: "DatabaseCreating",
+      message: `SampleDB ${name} is being created`,
+      retryAfter: DATABASE_POLL,
+    };
+  }
+  const ready = db.status?.conditions?.find((c) => c.type === "Ready");
+  if (ready?.status !== "True" || !db.status?.credentialsSecret)
+    return {
+      ready: false,
+      reason: "DatabaseNotReady",
+      message: `SampleDB ${name} is not ready${ready?.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}`,
+      retryAfter: DATABASE_POLL,
+    };
+  return {
+    ready: true,
+    env: [
+      {
+        name: "DATABASE_URL",
+        valueFrom: { secretKeyRef: { name: db.status.credentialsSecret, key: "uri" } },
+      },
+    ],
+  };
+}
