@@ -12,6 +12,9 @@
  * await new Manager({ leaderElection: { id: "echo-operator" } }).add(echo).start();
  * ```
  */
+
+// The TLS bits the manager's servers share, for a HealthServer or WebhookServer of your own.
+export { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/tls.js";
 export { type HealthCheck, HealthServer, type HealthServerOptions, ListenError } from "./health.js";
 export {
   DEFAULT_LEASE_DURATION_MS,
@@ -26,8 +29,20 @@ export {
   DEFAULT_GRACEFUL_SHUTDOWN_MS,
   DEFAULT_METRICS_PORT,
   DEFAULT_PROBES_PORT,
+  DEFAULT_SECURE_METRICS_PORT,
   Manager,
   type ManagerOptions,
+  type MetricsServing,
   watchNamespaces,
 } from "./manager.js";
-export { Metrics } from "./metrics.js";
+export { type InformerReading, Metrics } from "./metrics.js";
+export {
+  ALLOW_TTL_MS,
+  DENY_TTL_MS,
+  type MetricsAccess,
+  type MetricsAuthOptions,
+  MetricsAuthorizer,
+  REVIEW_TIMEOUT_MS,
+  TOKEN_REVIEW_TTL_MS,
+} from "./metrics-auth.js";
+export { startTracing, type Tracing } from "./tracing.js";
