@@ -145,9 +145,11 @@ describe("secure metrics", () => {
       );
       const allowed = await scrape(port, prometheus);
       expect(allowed.status).toBe(200);
-      expect(await allowed.text()).toMatch(
-        /kubeloop_certificate_expiration_timestamp_seconds\{server="metrics"\} \d+/,
-      );
+      const text = await allowed.text();
+      expect(text).toMatch(/kubeloop_certificate_expiration_timestamp_seconds\{server="metrics"\} \d+/);
+      // Node's own health: event-loop lag and heap.
+      expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds \d/m);
+      expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
       // Plain HTTP on the same port is not served.
       await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
     } finally {

@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { deployManifests, metricsRoles, optInManifests } from "./manifests.js";
+
+// The hardening the generated manifests promise (docs/observability.md), as pure functions' output.
+const files = new Map(deployManifests({ name: "op", namespace: "op-system", image: "op:1", webhooks: true }));
+// biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
+const one = (file: string): any => files.get(file)?.[0];
+
+describe("generated deploy manifests", () => {
+  it("give a token only to the manager's pod, and mount the certificate Secret read-only, owner-read only", () => {
+    expect(one("service-account.yaml").automountServiceAccountToken).toBe(false);
+    const pod = one("deployment.yaml").spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.volumes).toEqual([
+      { name: "webhook-certs", secret: { secretName: "op-webhook-server-cert", defaultMode: 0o400 } },
+    ]);
+    expect(pod.containers[0].volumeMounts).toEqual([
+      { name: "webhook-certs", mountPath: "/tmp/k8s-webhook-server/serving-certs", readOnly: true },
+    ]);
+  });
+
+  it("serve metrics over HTTPS on 8443 behind reviews the manager is bound to create", () => {
+    const container = one("deployment.yaml").spec.template.spec.containers[0];
+    expect(container.env).toEqual(
+      expect.arrayContaining([
+        { name: "METRICS_SECURE", value: "true" },
+        { name: "METRICS_PORT", value: "8443" },
+      ]),
+    );
+    expect(one("metrics-service.yaml").spec.ports).toEqual([
+      { name: "https", port: 8443, targetPort: "metrics", protocol: "TCP" },
+    ]);
+    expect(one("metrics-auth-binding.yaml")).toMatchObject({
+      kind: "ClusterRoleBinding",
+      roleRef: { kind: "ClusterRole", name: "op-metrics-auth" },
+      subjects: [{ kind: "ServiceAccount", name: "op", namespace: "op-system" }],
+    });
+    const [auth, reader] = metricsRoles("op") as { rules: { verbs: string[] }[] }[];
+    expect(auth?.rules.flatMap((rule) => rule.verbs)).toEqual(["create", "create"]);
+    expect(reader?.rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+  });
+
+  it("offer a ServiceMonitor with the bearer token and a NetworkPolicy admitting only the two ports", () => {
+    const optIn = new Map(optInManifests("op", "op-system", true));
+    // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
+    const monitor: any = optIn.get("prometheus/monitor.yaml")?.[0];
+    expect(monitor.spec.endpoints[0]).toMatchObject({
+      port: "https",
+      scheme: "https",
+      bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
+    const policy: any = optIn.get("network-policy/allow-ingress.yaml")?.[0];
+    expect(policy.spec.ingress).toEqual([
+      {
+        from: [{ namespaceSelector: { matchLabels: { metrics: "enabled" } } }],
+        ports: [{ protocol: "TCP", port: 8443 }],
+      },
+      { ports: [{ protocol: "TCP", port: 9443 }] },
+    ]);
+    expect(
+      new Map(optInManifests("op", "op-system", false)).get("network-policy/allow-ingress.yaml")?.[0],
+    ).toMatchObject({
+      spec: { ingress: [{ ports: [{ port: 8443 }] }] },
+    });
+  });
+});
