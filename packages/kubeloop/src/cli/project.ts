@@ -39,6 +39,8 @@ export interface Project {
   namespaces?: string[];
   /** The generated config folder (default `config`). */
   config: string;
+  /** The OLM capability level the bundle claims (default `Basic Install`; see docs/shipping.md). */
+  capabilities?: string;
 }
 
 interface ProjectSection {
@@ -51,6 +53,7 @@ interface ProjectSection {
   namespace?: string;
   namespaces?: string[];
   config?: string;
+  capabilities?: string;
 }
 
 const FIELDS = new Set([
@@ -63,6 +66,7 @@ const FIELDS = new Set([
   "namespace",
   "namespaces",
   "config",
+  "capabilities",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -106,6 +110,7 @@ export function loadProject(cwd: string = process.cwd()): Project {
     namespace: section.namespace ?? `${name}-system`,
     ...optional("namespaces", section.namespaces),
     config: resolve(root, section.config ?? "config"),
+    ...optional("capabilities", section.capabilities),
   };
 }
 
