@@ -92,15 +92,21 @@ afterAll(async () => {
 });
 
 describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", () => {
-  it("hands over without a reconcile by both or a failed one, migrates storage, retires v1alpha1, and keeps every object's data", async () => {
-    const env = {
-      KUBECONFIG: plane.kubeconfigPath,
-      LEADER_ELECT: "true",
-      LEADER_ELECTION_NAMESPACE: "default",
-      LOG_LEVEL: "debug",
-    };
-    // Release 1 with its objects, all running.
-    const release1 = await startOperator("src/release-1/main.ts", env);
+  // Steps of one upgrade, in order; each needs the ones before.
+  let release1: Operator;
+  let release2: Operator;
+  let before: Item[];
+  let stoppedAt: number;
+  const env = () => ({
+    KUBECONFIG: plane.kubeconfigPath,
+    LEADER_ELECT: "true",
+    LEADER_ELECTION_NAMESPACE: "default",
+    LOG_LEVEL: "debug",
+  });
+  const v1alpha1 = () => json<{ items: Item[] }>(["-n", NS, "get", "myapps.v1alpha1.apps.example.com"]);
+
+  it("release 1 runs its objects, stored as v1alpha1", async () => {
+    release1 = await startOperator("src/release-1/main.ts", env());
     const objects = APPS.map((name, i) => ({
       apiVersion: "apps.example.com/v1alpha1",
       kind: "MyApp",
@@ -109,18 +115,18 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
     }));
     const created = await k(["apply", "-f", "-"], objects.map((o) => JSON.stringify(o)).join("\n"));
     expect(created.code, created.stderr).toBe(0);
-    const v1alpha1 = () => json<{ items: Item[] }>(["-n", NS, "get", "myapps.v1alpha1.apps.example.com"]);
     await until(
       async () => (await v1alpha1()).items.filter(isReady).length === APPS.length,
       90_000,
       "release 1 to run every MyApp",
     );
-    const before = (await v1alpha1()).items;
+    before = (await v1alpha1()).items;
     expect(new Set(await storedAs())).toEqual(new Set(["apps.example.com/v1alpha1"]));
+  });
 
-    // Release 2 beside it: serves the conversion webhook at once, waits for the Lease.
-    const release2 = await startOperator("src/main.ts", {
-      ...env,
+  it("release 2 starts beside it as a standby serving the conversion webhook; release 1 keeps working through it", async () => {
+    release2 = await startOperator("src/main.ts", {
+      ...env(),
       WEBHOOK_CERT_DIR: serving.certDir,
       WEBHOOK_PORT: String(serving.port),
     });
@@ -152,8 +158,9 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       30_000,
       "release 1 to scale a",
     );
+  });
 
-    // Storage migration while release 1 still runs.
+  it("kubeloop migrate rewrites every object as v1 while release 1 runs, and refuses a version that does not exist", async () => {
     const migrated = await migrate([]);
     expect(migrated.code, migrated.out).toBe(0);
     expect(migrated.out).toContain(
@@ -171,9 +178,10 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
     expect(
       (await json<{ metadata: { resourceVersion: string } }>(["get", "crd", CRD])).metadata.resourceVersion,
     ).toBe(crdBefore.metadata.resourceVersion);
+  });
 
-    // Release 1 stops (releasing the Lease); release 2 takes over.
-    const stoppedAt = Date.now();
+  it("release 1 stops, release 2 takes the Lease over, and v1alpha1 is no longer served", async () => {
+    stoppedAt = Date.now();
     expect(await release1.stop()).toBe(0);
     await until(() => /"became leader"/.test(release2.output()), 30_000, "release 2 to lead");
     const retired = await migrate(["--retire", "v1alpha1"]);
@@ -188,8 +196,9 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       { name: "v1", served: true },
       { name: "v1alpha1", served: false },
     ]);
+  });
 
-    // Release 2 reconciles now: a change through v1 reaches the Deployment.
+  it("release 2 reconciles, and every object kept its data", async () => {
     const scaled = await k([
       "-n",
       NS,
@@ -230,9 +239,10 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       60_000,
       "every MyApp Ready under release 2",
     );
+  });
 
-    // No object reconciled by both: release 1's last reconcile came before release 2 led, and
-    // release 2 reconciled nothing before it led. No reconcile failed in either.
+  it("no object was reconciled by both releases, and no reconcile failed", () => {
+    // Release 1's last reconcile came before release 2 led; release 2 reconciled nothing before.
     const led = times(release2, "became leader")[0] ?? Number.NaN;
     const release1Reconciles = times(release1, "reconciled");
     const release2Reconciles = times(release2, "reconciled");
