@@ -1,6 +1,7 @@
 import { setTimeout as wait } from "node:timers/promises";
 import type { KubeObject, ResourceType } from "../client/types.js";
 import type { Clock } from "../queue/clock.js";
+import { type AdaptiveConcurrency, adaptiveDefaults } from "./adaptive-workers.js";
 import {
   Controller,
   type ControllerSpec,
@@ -90,6 +91,24 @@ export class ControllerBuilder<T extends KubeObject> {
     if (!Number.isInteger(workers) || workers < 1)
       throw new RangeError(`concurrency must be a whole number ≥ 1, got ${workers}`);
     this.spec.concurrency = workers;
+    return this;
+  }
+
+  /**
+   * Workers that follow the load between `min` and `max` (off by default): more while keys wait
+   * in the queue longer than `targetWaitMs` and the API server is not pushing back (429s, latency
+   * above `maxApiLatencyMs`), fewer when idle or pushed back. Each change is logged with its reason
+   * and shown as `controller_runtime_max_concurrent_reconciles`. See `adaptive-workers.ts`.
+   *
+   * @example
+   * ```ts
+   * controller(Nginx).adaptiveConcurrency({ min: 2, max: 32 }).reconcile(reconcileNginx);
+   * ```
+   */
+  adaptiveConcurrency(options: AdaptiveConcurrency): this {
+    adaptiveDefaults(options); // checked now, where the mistake is
+    this.spec.adaptive = options;
+    this.spec.concurrency = options.min ?? 1;
     return this;
   }
 

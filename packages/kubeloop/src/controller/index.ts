@@ -13,6 +13,14 @@
  * });
  * ```
  */
+export {
+  type AdaptiveConcurrency,
+  ApiPressure,
+  adaptiveDefaults,
+  type Decision,
+  decide,
+  type LoadSample,
+} from "./adaptive-workers.js";
 export { ControllerBuilder, checkNamespaces, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
 export {
@@ -24,6 +32,7 @@ export {
   type MapFunc,
   type Reconciler,
   type Request,
+  type ShardGate,
   type Source,
 } from "./controller.js";
 export { EXPECTATION_TIMEOUT_MS } from "./expectations.js";

@@ -117,6 +117,11 @@ export interface LeaderElectorOptions {
   onError?: (error: Error) => void;
   /** Hooks for the `leader_election_*` metrics. */
   metrics?: LeaderElectionMetrics;
+  /**
+   * Labels written on the Lease (kept on every write): shard Leases carry their ring's label so
+   * the sharder finds a ring's members with one label selector (see `sharding/`).
+   */
+  labels?: Record<string, string>;
 }
 
 /** Leadership was lost without `stop()`: renewals failed for the renew deadline, or another replica holds the Lease. */
@@ -401,7 +406,14 @@ export class LeaderElector {
       ...(this.lease ?? {}),
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
-      metadata: { ...(this.lease?.metadata ?? {}), name: this.name, namespace: this.namespace },
+      metadata: {
+        ...(this.lease?.metadata ?? {}),
+        name: this.name,
+        namespace: this.namespace,
+        ...(this.options.labels
+          ? { labels: { ...(this.lease?.metadata?.labels ?? {}), ...this.options.labels } }
+          : {}),
+      },
       spec: { ...(this.lease?.spec ?? {}), ...specOf(record) },
     };
     const path = method === "POST" ? this.path : `${this.path}/${encodeURIComponent(this.name)}`;

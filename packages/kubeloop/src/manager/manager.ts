@@ -6,6 +6,7 @@ import { InformerRegistry } from "../cache/registry.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import type { KubeObject } from "../client/types.js";
+import { ApiPressure } from "../controller/adaptive-workers.js";
 import { checkNamespaces } from "../controller/builder.js";
 import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/controller.js";
 import { EventRecorder } from "../resources/events.js";
@@ -181,6 +182,8 @@ export class Manager {
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
   private shardingInstance: Sharding | undefined;
+  /** 429s and latency of the manager's client, for controllers with adaptive workers. */
+  private readonly apiPressure = new ApiPressure();
   private tracing: Tracing | undefined;
   private controllersStarted = false;
   private stopping: Promise<void> | undefined;
@@ -305,9 +308,16 @@ export class Manager {
         registry,
         logger: this.logger,
         namespace: this.options.sharding.namespace ?? defaultNamespace(client),
-        types: this.controllers.map((c) => c.spec.primary),
-        childTypes: this.controllers.flatMap((c) => c.spec.owns.map((owned) => owned.type)),
-        namespaces: this.namespaces,
+        types: this.controllers.map((c) => ({
+          type: c.spec.primary,
+          namespaces: c.spec.namespaces ?? this.namespaces,
+        })),
+        childTypes: this.controllers.flatMap((c) =>
+          c.spec.owns.map((owned) => ({
+            type: owned.type,
+            namespaces: c.spec.namespaces ?? this.namespaces,
+          })),
+        ),
         metrics: (lease) => this.metrics.leaderElection(lease),
       });
     }
@@ -326,6 +336,7 @@ export class Manager {
         events: recorder,
         metrics: this.controllerHooks(controller),
         ...(this.shardingInstance ? { shard: this.shardingInstance.member } : {}),
+        apiPressure: this.apiPressure,
       });
     }
     this.logger.info(
@@ -399,7 +410,13 @@ export class Manager {
       return this.options.client;
     }
     const config = await loadConfig(this.options.kubeconfig ? { kubeconfig: this.options.kubeconfig } : {});
-    this.clientInstance = new Client(config, { onResponse: this.metrics.restClient(config.server) });
+    const counted = this.metrics.restClient(config.server);
+    this.clientInstance = new Client(config, {
+      onResponse: (info) => {
+        counted(info);
+        this.apiPressure.record(info);
+      },
+    });
     this.ownsClient = true;
     this.logger.info({ server: config.server, source: config.source }, "connected");
     return this.clientInstance;
