@@ -65,6 +65,10 @@ export {
   type MemoryApiServerOptions,
   MemoryTransport,
   NotEmulated,
+  ReconcileHarness,
+  type ReconcileHarnessOptions,
+  type ReconcileStep,
+  type RecordedEvent,
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";

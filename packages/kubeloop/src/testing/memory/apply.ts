@@ -1,3 +1,4 @@
+import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
 import { patchMergeKey } from "./patch.js";
 
@@ -171,7 +172,7 @@ export function mergeApplied(
         const key = itemKey(item, kind.keys);
         const at = merged.findIndex((c) => isObject(c) && itemKey(c, kind.keys) === key);
         if (at >= 0) merged[at] = mergeApplied(merged[at], item, listTypes, names);
-        else merged.push(structuredClone(item));
+        else merged.push(clone(item));
       }
       return merged;
     }
@@ -180,7 +181,7 @@ export function mergeApplied(
       return [...live, ...applied.filter((v) => !seen.has(JSON.stringify(v)))];
     }
   }
-  return structuredClone(applied);
+  return clone(applied);
 }
 
 /** One manager's fields: the `managedFields` entry, with its field set kept as paths. */
@@ -294,7 +295,7 @@ export interface ApplyInput {
 /** The object after an apply, with its managedFields; a 409 naming each conflict otherwise. */
 export function serverSideApply(input: ApplyInput): Obj {
   const part = input.subresource === "status" ? "status" : "main";
-  const live: Obj = input.live ? structuredClone(input.live) : {};
+  const live: Obj = input.live ? clone(input.live) : {};
   const entries = readManaged((live.metadata as Obj | undefined) ?? {});
   const appliedPart = ownedPart(input.applied, part, input.statusSubresource);
   const livePart = ownedPart(live, part, input.statusSubresource);

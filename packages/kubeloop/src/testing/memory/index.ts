@@ -1,3 +1,9 @@
 export { NotEmulated, StatusError } from "./errors.js";
+export {
+  ReconcileHarness,
+  type ReconcileHarnessOptions,
+  type ReconcileStep,
+  type RecordedEvent,
+} from "./harness.js";
 export { DEFAULT_HISTORY, MemoryApiServer, type MemoryApiServerOptions, type WebhookLike } from "./server.js";
 export { MemoryTransport } from "./transport.js";

@@ -38,6 +38,8 @@ export interface KindInfo {
    * reads and watches work, and tests put objects in with `MemoryApiServer.seed`.
    */
   seedOnly?: string;
+  /** Set for custom resources: the version objects are stored in (requests in others are refused). */
+  storageVersion?: string;
 }
 
 export const apiVersionOf = (k: { group: string; version: string }): string =>
@@ -233,6 +235,7 @@ export function kindsOfCrd(crd: CrdLike): KindInfo[] {
         selectableFields: (v.selectableFields ?? []).map((f) => f.jsonPath.replace(/^\./, "")),
         schema: v.schema?.openAPIV3Schema ?? {},
         crd: crd.metadata.name,
+        storageVersion: spec.versions.find((s) => s.storage)?.name ?? v.name,
       };
     });
 }

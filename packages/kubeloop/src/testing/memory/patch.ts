@@ -1,3 +1,4 @@
+import { clone } from "./clone.js";
 import { badRequest, internal, NotEmulated, StatusError } from "./errors.js";
 
 /**
@@ -11,7 +12,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 /** RFC 7386: objects merge key by key, `null` deletes, anything else (lists included) replaces. */
 export function mergePatch(target: Json, patch: Json): Json {
-  if (!isObject(patch)) return structuredClone(patch);
+  if (!isObject(patch)) return clone(patch);
   const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
@@ -48,15 +49,15 @@ function patchFailed(message: string): StatusError {
 export function jsonPatch(target: Json, operations: Json): Json {
   if (!Array.isArray(operations))
     throw badRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch");
-  let document = structuredClone(target);
+  let document = clone(target);
   for (const operation of operations as Operation[]) {
     const parts = pointer(operation.path);
     switch (operation.op) {
       case "add":
-        document = put(document, parts, structuredClone(operation.value), "add");
+        document = put(document, parts, clone(operation.value), "add");
         break;
       case "replace":
-        document = put(document, parts, structuredClone(operation.value), "replace");
+        document = put(document, parts, clone(operation.value), "replace");
         break;
       case "remove":
         document = remove(document, parts, operation.path);
@@ -74,7 +75,7 @@ export function jsonPatch(target: Json, operations: Json): Json {
         if (value === undefined)
           throw patchFailed(`the server rejected our request due to an error in our request`);
         if (operation.op === "move") document = remove(document, from, operation.from ?? "");
-        document = put(document, parts, structuredClone(value), "add");
+        document = put(document, parts, clone(value), "add");
         break;
       }
       default:
@@ -177,7 +178,7 @@ export function patchMergeKey(path: string[]): string | "set" | undefined {
  * refused (not emulated).
  */
 export function strategicMergePatch(target: Json, patch: Json, path: string[] = []): Json {
-  if (!isObject(patch)) return structuredClone(patch);
+  if (!isObject(patch)) return clone(patch);
   const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (key.startsWith("$"))
@@ -196,7 +197,7 @@ export function strategicMergePatch(target: Json, patch: Json, path: string[] = 
           ...value.filter((v) => !current.some((c) => JSON.stringify(c) === JSON.stringify(v))),
         ];
       } else if (mergeKey) {
-        const merged = current.map((c) => structuredClone(c));
+        const merged = current.map((c) => clone(c));
         for (const item of value) {
           if (isObject(item) && Object.keys(item).some((k) => k.startsWith("$")))
             throw new NotEmulated(`strategic merge patch directives (in ${childPath.join(".")})`);
@@ -204,11 +205,11 @@ export function strategicMergePatch(target: Json, patch: Json, path: string[] = 
             ? merged.findIndex((c) => isObject(c) && c[mergeKey] === item[mergeKey])
             : -1;
           if (at >= 0) merged[at] = strategicMergePatch(merged[at], item, childPath);
-          else merged.push(structuredClone(item));
+          else merged.push(clone(item));
         }
         result[key] = merged;
       } else {
-        result[key] = structuredClone(value);
+        result[key] = clone(value);
       }
     } else {
       result[key] = strategicMergePatch(result[key], value, childPath);

@@ -1,3 +1,4 @@
+import { clone } from "./clone.js";
 import type { FieldError } from "./errors.js";
 import { NotEmulated } from "./errors.js";
 
@@ -61,7 +62,7 @@ export function applyDefaults(value: Json, schema: Schema | undefined): Json {
   if (!isObject(value)) return value;
   const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
   for (const [key, child] of Object.entries(properties)) {
-    if (value[key] === undefined && child.default !== undefined) value[key] = structuredClone(child.default);
+    if (value[key] === undefined && child.default !== undefined) value[key] = clone(child.default);
     if (value[key] !== undefined) value[key] = applyDefaults(value[key], child);
   }
   if (isObject(schema.additionalProperties))

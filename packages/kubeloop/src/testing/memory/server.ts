@@ -18,6 +18,7 @@ import {
   validateLabels,
   validateName,
 } from "./builtins.js";
+import { clone } from "./clone.js";
 import {
   alreadyExists,
   badRequest,
@@ -161,7 +162,7 @@ export class MemoryApiServer {
   seed<T extends KubeObject>(object: T): T {
     const kind = this.kindFor(String(object.apiVersion), String(object.kind));
     if (!kind) throw new Error(`seed: kind ${object.kind} in ${object.apiVersion} is not served here`);
-    const copy = structuredClone(object) as Obj;
+    const copy = clone(object) as Obj;
     const key = keyOf(copy.metadata?.namespace, copy.metadata?.name ?? "");
     const current = this.bucket(kind).get(key);
     if (!current)
@@ -192,6 +193,21 @@ export class MemoryApiServer {
   compact(): void {
     this.compactedAt = this.revision;
     this.history = [];
+  }
+
+  /**
+   * Resolves once every open watch has been read to its end and its reader waits for more: the
+   * informers fed by this server have seen every change so far. What `ReconcileHarness.settle` awaits.
+   */
+  async settled(): Promise<void> {
+    for (let turn = 0; turn < 10_000; turn++) {
+      if ([...this.watches].every((w) => w.drained)) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if ([...this.watches].every((w) => w.drained)) return;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    throw new Error("MemoryApiServer.settled: a watch's reader did not catch up (is something blocking it?)");
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every watch that allows them. */
@@ -347,6 +363,10 @@ export class MemoryApiServer {
         : badRequest("");
     }
     if (kind.namespaced === false && namespace) throw notFound(kind.group, kind.resource, name ?? "");
+    if (kind.storageVersion && kind.version !== kind.storageVersion)
+      throw new NotEmulated(
+        `conversion between versions (${kind.resource}.${kind.group} is stored as ${kind.storageVersion}; this request is in ${kind.version}: use the storage version)`,
+      );
     return { kind, namespace, name, subresource };
   }
 
@@ -374,7 +394,7 @@ export class MemoryApiServer {
 
   /** The stored object as a client reads it: in the requested version, with defaults (custom resources) applied. */
   private output(kind: KindInfo, stored: Obj): Obj {
-    const object = structuredClone(stored);
+    const object = clone(stored);
     object.apiVersion = apiVersionOf(kind);
     if (kind.schema) applyDefaults(object, kind.schema);
     return object;
@@ -535,8 +555,8 @@ export class MemoryApiServer {
       resourceVersion: Number(object.metadata.resourceVersion),
       resource: `${kind.group}/${kind.resource}`,
       type,
-      object: structuredClone(object),
-      previous: previous && structuredClone(previous),
+      object: clone(object),
+      previous: previous && clone(previous),
     };
     this.history.push(event);
     if (this.history.length > this.options.history) {
@@ -569,13 +589,13 @@ export class MemoryApiServer {
     void version;
     this.createSync(
       { kind, namespace: object.metadata?.namespace, name: undefined, subresource: undefined },
-      structuredClone(object),
+      clone(object),
       "kubeloop",
     );
   }
 
   private async create(route: Route, body: Obj, manager: string): Promise<Obj> {
-    const object = structuredClone(body);
+    const object = clone(body);
     const admitted = await this.admit(route.kind, "CREATE", this.prepareCreate(route, object), undefined);
     return this.createSync(route, admitted, manager, true);
   }
@@ -710,8 +730,6 @@ export class MemoryApiServer {
   private checkCrd(crd: Obj): void {
     for (const version of (crd.spec?.versions as Obj[] | undefined) ?? [])
       checkEmulated((version.schema?.openAPIV3Schema as Obj | undefined) ?? {});
-    if ((crd.spec?.versions as Obj[] | undefined)?.length !== 1)
-      throw new NotEmulated("custom resources with several versions (conversion between versions)");
   }
 
   private serveCrd(crd: Obj): void {
@@ -758,7 +776,7 @@ export class MemoryApiServer {
       );
     if (rv && rv !== current.metadata.resourceVersion)
       throw conflict(kind.group, kind.resource, name, STALE_OBJECT);
-    return this.update(route, current, structuredClone(body), manager);
+    return this.update(route, current, clone(body), manager);
   }
 
   /** The update pipeline shared by PUT, PATCH and apply: subresource rules, admission, generation, finalizers. */
@@ -770,11 +788,11 @@ export class MemoryApiServer {
     recordManager = true,
   ): Promise<Obj> {
     const { kind } = route;
-    const old = structuredClone(current);
+    const old = clone(current);
     next.metadata ??= {};
     let object: Obj;
     if (route.subresource === "status") {
-      object = structuredClone(old);
+      object = clone(old);
       if (next.status === undefined) delete object.status;
       else object.status = next.status;
       if (next.metadata.managedFields) object.metadata.managedFields = next.metadata.managedFields;
@@ -782,7 +800,7 @@ export class MemoryApiServer {
       object = next;
       if (kind.status) {
         if (old.status === undefined) delete object.status;
-        else object.status = structuredClone(old.status);
+        else object.status = clone(old.status);
       }
     }
     object.apiVersion = apiVersionOf(kind);
@@ -979,8 +997,8 @@ export class MemoryApiServer {
     if (kind.kind === "Namespace" && kind.group === "") return this.deleteNamespace(kind, current);
     if (finalizers.length) {
       if (current.metadata.deletionTimestamp) return this.output(kind, current);
-      const old = structuredClone(current);
-      const object = structuredClone(current);
+      const old = clone(current);
+      const object = clone(current);
       object.metadata.finalizers = finalizers;
       object.metadata.deletionTimestamp = this.timestamp();
       object.metadata.deletionGracePeriodSeconds = 0;
@@ -992,8 +1010,8 @@ export class MemoryApiServer {
       const after = this.bucket(kind).get(key);
       return this.output(kind, after ?? object);
     }
-    const old = structuredClone(current);
-    const object = structuredClone(current);
+    const old = clone(current);
+    const object = clone(current);
     object.metadata.resourceVersion = this.nextRevision();
     this.bucket(kind).delete(key);
     this.record(kind, "DELETED", object, old);
@@ -1014,8 +1032,8 @@ export class MemoryApiServer {
 
   private deleteNamespace(kind: KindInfo, current: Obj): Obj {
     if (current.metadata.deletionTimestamp) return this.output(kind, current);
-    const old = structuredClone(current);
-    const object = structuredClone(current);
+    const old = clone(current);
+    const object = clone(current);
     object.metadata.deletionTimestamp = this.timestamp();
     object.status = { ...object.status, phase: "Terminating" };
     object.metadata.resourceVersion = this.nextRevision();
@@ -1099,9 +1117,11 @@ export class MemoryApiServer {
       if (meta.deletionTimestamp && kind.kind === "Namespace" && kind.group === "") {
         const contents = all.filter((o) => o.kind.namespaced && o.object.metadata.namespace === meta.name);
         if (contents.length) {
-          for (const o of contents)
-            if (!o.object.metadata.deletionTimestamp) this.deleteSync(o.kind, o.object, "Background");
-          return true;
+          // Objects held by finalizers keep the namespace Terminating until they are released.
+          const live = contents.filter((o) => !o.object.metadata.deletionTimestamp);
+          for (const o of live) this.deleteSync(o.kind, o.object, "Background");
+          if (live.length) return true;
+          continue;
         }
         this.dropObject(kind, object);
         return true;
@@ -1182,16 +1202,16 @@ export class MemoryApiServer {
   }
 
   private dropObject(kind: KindInfo, object: Obj): void {
-    const old = structuredClone(object);
-    const gone = structuredClone(object);
+    const old = clone(object);
+    const gone = clone(object);
     gone.metadata.resourceVersion = this.nextRevision();
     this.bucket(kind).delete(keyOf(object.metadata.namespace, object.metadata.name));
     this.record(kind, "DELETED", gone, old);
   }
 
   private writeSync(kind: KindInfo, object: Obj, change: (o: Obj) => void): void {
-    const old = structuredClone(object);
-    const next = structuredClone(object);
+    const old = clone(object);
+    const next = clone(object);
     change(next);
     next.metadata.resourceVersion = this.nextRevision();
     const key = keyOf(object.metadata.namespace, object.metadata.name);
@@ -1263,7 +1283,7 @@ async function callWebhook(
   };
   let current = object;
   if (current && parts.default && operation !== "DELETE") {
-    const copy = structuredClone(current);
+    const copy = clone(current);
     const returned = await parts.default(copy, request);
     current = (returned && typeof returned === "object" ? returned : copy) as Obj;
   }

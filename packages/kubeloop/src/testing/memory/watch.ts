@@ -98,6 +98,11 @@ export class WatchStream {
     return { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata };
   }
 
+  /** Everything queued was taken, and the consumer waits for more (it has handled what it got). */
+  get drained(): boolean {
+    return this.closed || (this.lines.length === 0 && this.waiting !== undefined);
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -105,10 +110,22 @@ export class WatchStream {
     this.wake();
   }
 
+  private wakeScheduled = false;
+
+  /**
+   * Hands queued events to the reader on the next turn of the event loop, not at once: the writer's
+   * response reaches its caller first, as it does over a network (a watch event trails the write's
+   * answer), so a controller's read-your-writes bookkeeping sees the usual order.
+   */
   private wake(): void {
-    const waiting = this.waiting;
-    this.waiting = undefined;
-    waiting?.();
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      const waiting = this.waiting;
+      this.waiting = undefined;
+      waiting?.();
+    });
   }
 
   /** The stream's bytes: one event per line, until closed and drained. */
