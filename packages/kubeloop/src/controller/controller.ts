@@ -12,6 +12,7 @@ import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
 import { type Condition, setCondition } from "../resources/conditions.js";
 import { groupOf } from "../resources/identify.js";
 import { redactError, redactSecrets } from "../resources/secrets.js";
+import { type AdaptiveConcurrency, type ApiPressure, adaptiveDefaults, decide } from "./adaptive-workers.js";
 import {
   type CacheReader,
   createContext,
@@ -71,6 +72,8 @@ export interface ControllerSpec<T extends KubeObject> {
   sources: Source[];
   predicates: Predicate<T>[];
   concurrency: number;
+  /** Adaptive workers between bounds (`.adaptiveConcurrency`); `concurrency` is then the start. */
+  adaptive?: AdaptiveConcurrency | undefined;
   /**
    * The namespaces this controller watches and reconciles in (`.inNamespace`, `.inNamespaces`);
    * `undefined` for the manager's (by default all namespaces).
@@ -96,6 +99,26 @@ export interface ControllerEnvironment {
   events?: EventSink;
   /** Metric hooks (the manager's Prometheus metrics). */
   metrics?: ControllerMetrics;
+  /** This replica's share of the objects, when the manager is sharded (`manager/sharding/`). */
+  shard?: ShardGate;
+  /** The API server's 429s and latency, for adaptive workers (the manager's client feeds it). */
+  apiPressure?: ApiPressure;
+}
+
+/**
+ * Sharding as a controller sees it: which primary objects are this replica's. The manager's
+ * sharding (`manager/sharding/`) implements it; a controller without one reconciles everything.
+ */
+export interface ShardGate {
+  /** Selects this replica's objects server-side: added to the primary's and owned types' informers. */
+  readonly labelSelector: string;
+  /** `own`: reconcile it; `drain`: the sharder asks this replica to let it go; `foreign`: another's (it moved). */
+  ownership(object: KubeObject): "own" | "drain" | "foreign";
+  /**
+   * Lets `object` go once its last reconcile here has ended: removes its assignment under an
+   * optimistic lock (throws the client's Conflict if it changed meanwhile).
+   */
+  release(type: ResourceType, object: KubeObject): Promise<void>;
 }
 
 export interface ControllerMetrics {
@@ -134,6 +157,17 @@ export class Controller<T extends KubeObject> {
   private unsubscribe: (() => void)[] = [];
   private statusSubresource: Promise<boolean> | undefined;
   private readonly primaryGroup: string;
+  /** Keys being reconciled now, and the end of that reconcile: a handover waits for it. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Sharded: keys this replica is letting go (`waiting` for their reconcile) or has let go (`released`). */
+  private readonly handingOver = new Map<string, "waiting" | "released">();
+  /** Workers wanted now (`concurrency`, or the adaptive limit), workers running, and reconciles under way. */
+  private workerLimit = 0;
+  private workerCount = 0;
+  private activeCount = 0;
+  /** Queue waits of the keys taken since the last adaptive tick. */
+  private waited = { seconds: 0, count: 0 };
+  private adaptiveTimer: NodeJS.Timeout | undefined;
 
   /** Wall-clock time for reconcilers (`ctx.now()`): the controller's clock when one is set. */
   private readonly now: () => Date;
@@ -160,24 +194,38 @@ export class Controller<T extends KubeObject> {
   /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
   prepare(env: ControllerEnvironment): void {
     this.env = env;
+    const queueMetrics = env.metrics?.queue;
     this.queue = new WorkQueue<string>({
-      ...(env.metrics ? { metrics: env.metrics.queue } : {}),
+      metrics: {
+        ...queueMetrics,
+        queueDuration: (seconds) => {
+          queueMetrics?.queueDuration?.(seconds);
+          this.waited.seconds += seconds;
+          this.waited.count++;
+        },
+      },
       ...(this.spec.clock ? { clock: this.spec.clock } : {}),
     });
     env.metrics?.registerQueue?.(this.queue);
     env.metrics?.maxConcurrent(this.spec.concurrency);
     const namespaces = this.spec.namespaces ?? env.namespaces;
     this.namespaces = namespaces?.length ? namespaces : undefined;
-    this.primary = this.informerFor(this.spec.primary, {}) as unknown as InformerView<T>;
+    const shard = env.shard?.labelSelector;
+    this.primary = this.informerFor(
+      this.spec.primary,
+      shard ? { labelSelector: shard } : {},
+    ) as unknown as InformerView<T>;
     this.subscribe(
       this.primary as unknown as InformerView<KubeObject>,
       this.spec.predicates as Predicate[],
       (object) => [requestOf(object)],
     );
     for (const owned of this.spec.owns) {
+      // Sharded, children carry their owner's shard label (the sharder writes it), so each replica caches its own.
+      const selector = [owned.labelSelector, shard].filter(Boolean).join(",");
       const informer = this.informerFor(owned.type, {
         metadataOnly: owned.metadataOnly,
-        ...(owned.labelSelector ? { labelSelector: owned.labelSelector } : {}),
+        ...(selector ? { labelSelector: selector } : {}),
       });
       this.subscribe(informer, [], (object) => this.ownersOf(object));
     }
@@ -193,7 +241,60 @@ export class Controller<T extends KubeObject> {
   start(): void {
     const queue = this.requireQueue();
     for (const source of this.spec.sources) void this.pump(source, queue);
-    for (let i = 0; i < this.spec.concurrency; i++) this.workers.push(this.work(queue));
+    this.resize(this.spec.adaptive ? adaptiveDefaults(this.spec.adaptive).min : this.spec.concurrency);
+    if (this.spec.adaptive) this.adapt(adaptiveDefaults(this.spec.adaptive));
+  }
+
+  /** The number of workers wanted now: `concurrency`, or where the adaptive limit stands. */
+  get concurrency(): number {
+    return this.workerLimit;
+  }
+
+  /** Sets the number of workers: more start at once; extra ones stop after their current reconcile. */
+  private resize(limit: number): void {
+    const queue = this.requireQueue();
+    this.workerLimit = limit;
+    this.env?.metrics?.maxConcurrent(limit);
+    while (this.workerCount < limit) {
+      this.workerCount++;
+      this.workers.push(this.work(queue));
+    }
+  }
+
+  /** Adaptive workers: a tick that reads the load and resizes (see adaptive-workers.ts). */
+  private adapt(options: Required<AdaptiveConcurrency>): void {
+    let previousWaitMs = 0;
+    let idleFor = 0;
+    this.adaptiveTimer = setInterval(() => {
+      const queue = this.requireQueue();
+      const pressure = this.env?.apiPressure?.recent() ?? { throttled: 0, p90Ms: 0 };
+      const waitMs = this.waited.count ? (this.waited.seconds / this.waited.count) * 1000 : 0;
+      this.waited = { seconds: 0, count: 0 };
+      const sample = {
+        queued: queue.length,
+        active: this.activeCount,
+        waitMs,
+        throttled: pressure.throttled,
+        apiLatencyMs: pressure.p90Ms,
+      };
+      idleFor = sample.queued === 0 && sample.active <= this.workerLimit / 2 ? idleFor + 1 : 0;
+      const decision = decide(this.workerLimit, sample, previousWaitMs, idleFor, options);
+      previousWaitMs = waitMs;
+      if (decision.limit === this.workerLimit) return;
+      if (decision.reason === "shrink") idleFor = 0;
+      this.requireEnv().logger.info(
+        {
+          controller: this.name,
+          from: this.workerLimit,
+          to: decision.limit,
+          decision: decision.reason,
+          ...sample,
+        },
+        `workers ${this.workerLimit} → ${decision.limit}: ${decision.because}`,
+      );
+      this.resize(decision.limit);
+    }, options.tickMs);
+    this.adaptiveTimer.unref();
   }
 
   /**
@@ -219,6 +320,7 @@ export class Controller<T extends KubeObject> {
    * signal. Informers are released (the registry stops them when nobody else uses them).
    */
   async stop(graceMs: number): Promise<void> {
+    clearInterval(this.adaptiveTimer);
     for (const off of this.unsubscribe) off();
     const queue = this.queue;
     if (queue) {
@@ -273,6 +375,7 @@ export class Controller<T extends KubeObject> {
     toRequests: (object: KubeObject) => Request[],
   ): void {
     const enqueue = (change: Change, initial: boolean) => {
+      if (primaryType && this.requireEnv().shard && !this.admitShardChange(change)) return;
       if (!predicates.every((p) => p(change))) return;
       const keys = new Set(toRequests(change.object).map(keyOf));
       // An update can move an object between owners (or mapped keys): both must hear of it. (Not
@@ -292,6 +395,13 @@ export class Controller<T extends KubeObject> {
           enqueue({ type: "updated", object, old }, initial);
         },
         deleted: (object) => {
+          // Sharded, an object that left this replica's label selector moved away: not a deletion.
+          const moved = primaryType && this.env?.shard?.ownership(object) === "foreign";
+          if (moved) {
+            this.handingOver.delete(objectKey(object));
+            this.queue?.forget(objectKey(object));
+            return;
+          }
           if (primaryType) this.lastKnown.set(objectKey(object), object as T);
           this.expectations.observeDeleted(typeKey, objectKey(object));
           enqueue({ type: "deleted", object }, false);
@@ -309,6 +419,75 @@ export class Controller<T extends KubeObject> {
     const key = objectKey(object);
     if (this.expectations.isOwnWrite(typeKey, key, object.metadata?.resourceVersion)) return true;
     return primary && this.expectations.isWriting(key) && statusOnlyChange(old, object);
+  }
+
+  /**
+   * Sharded: whether a change of a primary object may wake its key. A drain request starts the
+   * handover instead (the object must not be reconciled here again); an object that is ours again
+   * after a handover is reconciled as new.
+   */
+  private admitShardChange(change: Change): boolean {
+    const gate = this.requireEnv().shard;
+    if (!gate || change.type === "deleted") {
+      if (change.type === "deleted") this.handingOver.delete(objectKey(change.object));
+      return true;
+    }
+    const key = objectKey(change.object);
+    const ownership = gate.ownership(change.object);
+    if (ownership === "drain") {
+      this.handOver(key);
+      return false;
+    }
+    if (ownership === "foreign") return false;
+    const state = this.handingOver.get(key);
+    if (state === "waiting") return false; // the handover sees the drain was called off, and requeues
+    if (state === "released") this.handingOver.delete(key);
+    return true;
+  }
+
+  /**
+   * Drain-then-assign: once the key's reconcile in flight (if any) has ended, and with no new one
+   * allowed to start, the assignment is removed under an optimistic lock; only then can the
+   * sharder give the object to its new shard. A Conflict means it changed: look again.
+   */
+  private handOver(key: string): void {
+    if (this.handingOver.has(key)) return;
+    this.handingOver.set(key, "waiting");
+    void this.runHandOver(key);
+  }
+
+  private async runHandOver(key: string): Promise<void> {
+    const env = this.requireEnv();
+    const gate = env.shard;
+    if (!gate) return;
+    const [namespace, name] = splitKey(key);
+    while (!this.abort.signal.aborted && this.handingOver.get(key) === "waiting") {
+      while (this.inFlight.has(key)) await this.inFlight.get(key);
+      const object = this.primary?.get(name, namespace);
+      const ownership = object ? gate.ownership(object) : "foreign";
+      if (ownership !== "drain") {
+        // Deleted, moved, or the sharder called the drain off: back to normal.
+        this.handingOver.delete(key);
+        if (ownership === "own") this.queue?.add(key);
+        return;
+      }
+      try {
+        await gate.release(this.spec.primary, object as KubeObject);
+        this.handingOver.set(key, "released");
+        this.queue?.forget(key);
+        env.logger.debug({ controller: this.name, namespace, name }, "handed over to another shard");
+        return;
+      } catch (error) {
+        // A Conflict: the object changed; wait for the cache to show it, then decide again.
+        const conflict = (error as Error).name === "Conflict";
+        if (!conflict)
+          env.logger.warn(
+            { err: error, controller: this.name, namespace, name },
+            "could not hand over; retrying",
+          );
+        await new Promise((resolve) => setTimeout(resolve, conflict ? 100 : 1_000));
+      }
+    }
   }
 
   /** Owned children map to their controller owner, if it is of the primary kind. */
@@ -334,12 +513,26 @@ export class Controller<T extends KubeObject> {
 
   private async work(queue: WorkQueue<string>): Promise<void> {
     for (;;) {
+      // Fewer workers wanted (adaptive): this one stops between reconciles.
+      if (this.workerCount > this.workerLimit) {
+        this.workerCount--;
+        return;
+      }
       const key = await queue.get();
       if (key === undefined) return;
+      this.activeCount++;
       this.env?.metrics?.activeWorkers(1);
+      const processing = this.process(key, queue);
+      const ended = processing.then(
+        () => {},
+        () => {},
+      );
+      this.inFlight.set(key, ended);
       try {
-        await this.process(key, queue);
+        await processing;
       } finally {
+        this.inFlight.delete(key);
+        this.activeCount--;
         this.env?.metrics?.activeWorkers(-1);
         queue.done(key);
       }
@@ -350,6 +543,12 @@ export class Controller<T extends KubeObject> {
     const env = this.requireEnv();
     const [namespace, name] = splitKey(key);
     const cached = this.primary?.get(name, namespace);
+    const gate = env.shard;
+    // Sharded: ownership is checked again before any reconcile (a requeue may outlive it).
+    if (gate && (this.handingOver.has(key) || (cached && gate.ownership(cached) !== "own"))) {
+      queue.forget(key);
+      return;
+    }
     const object = cached ?? this.lastKnown.get(key);
     if (!object) {
       // Never seen (deleted before we started): nothing to reconcile; its children go with it (GC).
