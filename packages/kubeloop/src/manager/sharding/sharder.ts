@@ -242,7 +242,7 @@ export class Sharder {
         `shard Lease ${name} names holder "${holder}", not the shard it is named after (edited by hand?): ` +
         "the shard is treated as unavailable and its objects move; delete the Lease to let its replica take it again";
     else if (holder && !(Number(spec.leaseDurationSeconds) > 0))
-      problem = `shard Lease ${name} has no positive leaseDurationSeconds (${spec.leaseDurationSeconds}): treated as unavailable`;
+      problem = `shard Lease ${name} has no positive leaseDurationSeconds (${spec.leaseDurationSeconds ?? "unset"}): treated as unavailable`;
     if (problem) {
       if (this.warned.get(name) !== problem) this.log.warn({ lease: name, holder }, problem);
       this.warned.set(name, problem);

@@ -1,0 +1,158 @@
+import { Writable } from "node:stream";
+import type { Lease } from "kubernetes-types/coordination/v1.js";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../../test/helpers.js";
+import { InformerRegistry } from "../../cache/registry.js";
+import { Client } from "../../client/client.js";
+import { ConfigMap, Lease as LeaseType } from "../../k8s/index.js";
+import { microTime } from "../../resources/events.js";
+import { ControlPlane } from "../../testing/control-plane.js";
+import { LeaderElector } from "../leader-election.js";
+import { RING_LABEL, shardLabel } from "./ring.js";
+import { Sharder } from "./sharder.js";
+
+/** Bad input for the sharder: a shard Lease edited by hand, a replica whose clock is off. */
+
+const NS = "ring";
+const RING = "bad-input";
+let plane: ControlPlane;
+let client: Client;
+
+beforeAll(async () => {
+  plane = await new ControlPlane().start();
+  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
+}, 120_000);
+afterAll(async () => {
+  await client?.close();
+  await plane?.stop();
+});
+
+function capturingLogger() {
+  const lines: { level: number; msg: string; lease?: string }[] = [];
+  const logger = pino(
+    { level: "info" },
+    new Writable({
+      write(chunk, _encoding, callback) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        callback();
+      },
+    }),
+  );
+  return { logger, lines };
+}
+
+async function labelsOf(): Promise<string[]> {
+  const list = await client.listMetadata(ConfigMap, { namespace: NS, labelSelector: "sharded=yes" });
+  return list.items.map((item) => item.metadata?.labels?.[shardLabel(RING)] ?? "");
+}
+
+describe("the sharder, given bad input", () => {
+  it("reports a skewed clock without acting on it, and treats a Lease edited by hand as unavailable", async () => {
+    const { logger, lines } = capturingLogger();
+    // Shard "steady" renews through the real elector; shard "skewed" writes renewTimes 10 s ahead.
+    const steady = new LeaderElector({
+      client,
+      name: "steady",
+      namespace: NS,
+      identity: "steady",
+      labels: { [RING_LABEL]: RING },
+      leaseDurationMs: 4_000,
+      renewDeadlineMs: 3_000,
+      retryPeriodMs: 500,
+    });
+    const steadyRun = steady.run();
+    const skewedAhead = () => microTime(new Date(Date.now() + 10_000));
+    await client.create<Lease>({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "skewed", namespace: NS, labels: { [RING_LABEL]: RING } },
+      spec: { holderIdentity: "skewed", leaseDurationSeconds: 4, renewTime: skewedAhead() },
+    });
+    let renewing = true;
+    const renewSkewed = (async () => {
+      while (renewing) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const lease = await client.get(LeaseType, "skewed", { namespace: NS });
+        if (lease.spec?.holderIdentity !== "skewed") continue; // edited: the replica lost it
+        lease.spec.renewTime = skewedAhead();
+        await client.update(lease).catch(() => {});
+      }
+    })();
+    for (let i = 0; i < 40; i++)
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: `cm-${i}`, namespace: NS, labels: { sharded: "yes" } },
+      });
+    const registry = new InformerRegistry(client);
+    const sharder = new Sharder({
+      client,
+      registry,
+      logger,
+      ring: RING,
+      namespace: NS,
+      identity: "test-sharder",
+      types: [{ type: ConfigMap, namespaces: [NS] }],
+      childTypes: [],
+    });
+    try {
+      await sharder.start();
+      await until(async () => sharder.shards.join() === "skewed,steady", 20_000, "both shards in the ring");
+      await until(
+        async () => {
+          const labels = await labelsOf();
+          return labels.every((l) => l === "steady" || l === "skewed") && new Set(labels).size === 2;
+        },
+        20_000,
+        "the objects spread over both shards",
+      );
+      // The skew is reported, naming the shard and the fix; the shard keeps its objects.
+      await until(
+        () => lines.some((l) => l.msg.includes("shard skewed's clock is 10s ahead")),
+        10_000,
+        "skew",
+      );
+      const skewLine = lines.find((l) => l.msg.includes("clock is 10s ahead"));
+      expect(skewLine?.level).toBe(40);
+      expect(skewLine?.msg).toContain("fix the node's time sync");
+      expect(sharder.shards).toContain("skewed");
+
+      // Someone edits the skewed shard's Lease by hand: another holder.
+      const lease = await client.get(LeaseType, "skewed", { namespace: NS });
+      await client.update({ ...lease, spec: { ...lease.spec, holderIdentity: "mallory" } });
+      await until(() => lines.some((l) => l.msg.includes('names holder "mallory"')), 10_000, "the edit");
+      expect(lines.find((l) => l.msg.includes('names holder "mallory"'))?.msg).toContain(
+        "treated as unavailable and its objects move",
+      );
+      await until(
+        async () => (await labelsOf()).every((label) => label === "steady"),
+        20_000,
+        "the edited shard's objects to move to the steady one",
+      );
+      expect(sharder.shards).toEqual(["steady"]);
+
+      // A Lease without a duration (the API server refuses 0, not an unset field) is no Lease either.
+      const edited = await client.get(LeaseType, "skewed", { namespace: NS });
+      await client.update({
+        ...edited,
+        spec: { ...edited.spec, holderIdentity: "skewed", leaseDurationSeconds: undefined },
+      });
+      await until(
+        () => lines.some((l) => l.msg.includes("has no positive leaseDurationSeconds (unset)")),
+        10_000,
+        "the missing duration",
+      );
+      expect(sharder.shards).toEqual(["steady"]);
+      expect(steady.isLeader).toBe(true); // the rest kept working throughout
+    } finally {
+      renewing = false;
+      await renewSkewed;
+      await sharder.stop();
+      await registry.stopAll();
+      await steady.stop();
+      await steadyRun;
+    }
+  }, 120_000);
+});
