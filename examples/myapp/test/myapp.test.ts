@@ -1,3 +1,6 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   ControlPlane,
@@ -5,18 +8,22 @@ import {
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
+  PostgresServer,
+  readCrds,
   readManifests,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killOperators, type Operator, root, startOperator, until } from "./operator.ts";
 
 // End to end, as a user would: the operator runs as its own process against a simulated cluster
-// whose pods with an image tag containing "broken" never become ready, and everything is checked
-// through kubectl.
+// whose pods with an image tag containing "broken" never become ready, beside a real PostgreSQL
+// for SampleDB, and everything is checked through kubectl (and SQL for the database).
 
 let plane: ControlPlane;
+let postgres: PostgresServer;
 let serving: LocalWebhookServing;
 let operator: Operator;
+let backupDir: string;
 const NS = "shop";
 /** Short, so a failed rollout shows in seconds; the operator's reaction is what is measured. */
 const DEADLINE_SECONDS = 5;
@@ -36,12 +43,24 @@ const history = async () =>
     message?: string;
   }[];
 
+// With a database: MyApp's operator and SampleDB's operator run as their own processes against the
+// same cluster and a real PostgreSQL; MyApp asks for a database through SampleDB's API only.
+const DB_NS = "db";
+const dbGet = async (args: string[], path: string) =>
+  (await k(["-n", DB_NS, ...args, "-o", `jsonpath=${path}`])).stdout;
+const dbCondition = (type: string, field = "status") =>
+  dbGet(["get", "myapp", "web"], `{.status.conditions[?(@.type=="${type}")].${field}}`);
+
 beforeAll(async () => {
   serving = await localWebhookServing();
-  plane = await new ControlPlane({
-    profile: "cluster",
-    podBehaviours: [{ pods: { imageTagContains: "broken" }, behaviour: "never-ready" }],
-  }).start();
+  [plane, postgres] = await Promise.all([
+    new ControlPlane({
+      profile: "cluster",
+      podBehaviours: [{ pods: { imageTagContains: "broken" }, behaviour: "never-ready" }],
+    }).start(),
+    new PostgresServer().start(),
+  ]);
+  backupDir = mkdtempSync(join(tmpdir(), "myapp-sampledb-backups-"));
   await plane.installCrdObjects(
     serving.rewrite(
       readManifests([join(root, "config/crd/myapps.apps.example.com.yaml")]),
@@ -53,11 +72,25 @@ beforeAll(async () => {
     WEBHOOK_PORT: String(serving.port),
   });
   expect((await k(["create", "namespace", NS])).code).toBe(0);
+  expect((await k(["create", "namespace", DB_NS])).code).toBe(0);
+  const secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "pg-admin", namespace: DB_NS },
+    stringData: {
+      host: postgres.host,
+      port: String(postgres.port),
+      username: postgres.user,
+      password: postgres.password,
+    },
+  };
+  expect((await k(["apply", "-f", "-"], JSON.stringify(secret))).code).toBe(0);
 });
 afterAll(async () => {
   killOperators();
-  await plane?.stop();
+  await Promise.all([plane?.stop(), postgres?.stop()]);
   serving?.dispose();
+  if (backupDir) rmSync(backupDir, { recursive: true, force: true });
 });
 
 describe("MyApp rollouts", () => {
@@ -164,5 +197,101 @@ describe("MyApp rollouts", () => {
     );
     expect(await get(["get", "myapp", "shop"], "{.spec.version} {.spec.replicas}")).toBe("1.2 2");
     expect(operator.output()).not.toMatch(/"reconcile failed/);
+  });
+});
+
+describe("MyApp with a SampleDB database", () => {
+  it("says the SampleDB CRD is not installed in a condition, without failing reconciles or a Deployment", async () => {
+    const app = {
+      apiVersion: "apps.example.com/v1",
+      kind: "MyApp",
+      metadata: { name: "web", namespace: DB_NS },
+      spec: { replicas: 1, version: "1.0", database: { enabled: true, serverSecret: "pg-admin" } },
+    };
+    const applied = await k(["apply", "-f", "-"], JSON.stringify(app));
+    expect(applied.code, applied.stderr).toBe(0);
+    await until(
+      async () => (await dbCondition("DatabaseReady", "reason")) === "SampleDBNotInstalled",
+      30_000,
+      "DatabaseReady=False",
+    );
+    expect(await dbCondition("DatabaseReady")).toBe("False");
+    expect(await dbCondition("DatabaseReady", "message")).toBe(
+      "spec.database.enabled needs the SampleDB operator, but its CRD (sampledbs.db.example.com) is not installed: install it, or set spec.database.enabled to false",
+    );
+    expect(await dbCondition("Ready", "reason")).toBe("SampleDBNotInstalled");
+    expect(await dbGet(["get", "myapp", "web"], "{.status.phase}")).toBe("Pending");
+    expect((await k(["-n", DB_NS, "get", "deployment", "web"])).stderr).toContain("NotFound");
+    expect(operator.process.exitCode).toBeNull();
+    expect(operator.output()).not.toMatch(/reconcile failed/);
+  });
+
+  it("owns a SampleDB, waits for it, wires its credentials Secret into the pods, and is Ready only when both are", async () => {
+    await plane.installCrdObjects(readCrds([join(root, "../sampledb/config/crd")]));
+    const sampledb = await startOperator("../sampledb/src/main.ts", {
+      KUBECONFIG: plane.kubeconfigPath,
+      BACKUP_DIR: backupDir,
+      PG_BIN: postgres.binDir,
+    });
+    // A change to the MyApp looks again at once (a missing CRD is otherwise rechecked every minute).
+    expect((await k(["-n", DB_NS, "annotate", "myapp", "web", "example.com/poke=1"])).code).toBe(0);
+    const seen: string[] = [];
+    await until(
+      async () => {
+        const [app, db] = await Promise.all([
+          dbCondition("Ready"),
+          dbGet(["get", "sampledb", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
+        ]);
+        seen.push(`${app}/${db}`);
+        return app === "True";
+      },
+      150_000,
+      "MyApp Ready=True",
+    );
+    // Never Ready before its database was.
+    expect(seen.filter((s) => s.startsWith("True/") && s !== "True/True")).toEqual([]);
+    expect(
+      await dbGet(["get", "sampledb", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
+    ).toBe("True");
+    expect(
+      await dbGet(
+        ["get", "sampledb", "web-db"],
+        "{.metadata.ownerReferences[0].kind} {.metadata.ownerReferences[0].controller}",
+      ),
+    ).toBe("MyApp true");
+    expect(
+      await dbGet(
+        ["get", "deployment", "web"],
+        "{.spec.template.spec.containers[0].env[0].name} {.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name} {.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key}",
+      ),
+    ).toBe("DATABASE_URL web-db-credentials uri");
+    expect(await dbGet(["get", "secret", "web-db-credentials"], "{.data.uri}")).not.toBe("");
+    expect(await dbCondition("DatabaseReady")).toBe("True");
+    expect(await dbGet(["get", "myapp", "web"], "{.status.phase}")).toBe("Running");
+    expect(operator.output()).not.toMatch(/reconcile failed/);
+    expect(sampledb.process.exitCode).toBeNull();
+  }, 180_000); // two operators and PostgreSQL on a shared 2-core machine
+
+  it("deleting the MyApp deletes its SampleDB, and the SampleDB operator's deletion policy drops the database", async () => {
+    const databaseName = await dbGet(["get", "sampledb", "web-db"], "{.status.databaseName}");
+    expect(await postgres.psql(`select count(*) from pg_database where datname = '${databaseName}'`)).toBe(
+      "1",
+    );
+    expect((await k(["-n", DB_NS, "delete", "myapp", "web", "--wait=true"])).code).toBe(0);
+    const gone = await k(["-n", DB_NS, "wait", "--for=delete", "sampledb/web-db", "--timeout=90s"]);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(await postgres.psql(`select count(*) from pg_database where datname = '${databaseName}'`)).toBe(
+      "0",
+    );
+  });
+});
+
+describe("MyApp operator's generated config", () => {
+  it("is up to date with its resource, controller and webhooks (kubeloop generate --check)", () => {
+    const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
+    const check = spawnSync(process.execPath, [cli, "generate", "--check"], { cwd: root, encoding: "utf8" });
+    expect(check.stderr).toBe("");
+    expect(check.stdout).toContain("config is up to date");
+    expect(check.status).toBe(0);
   });
 });
