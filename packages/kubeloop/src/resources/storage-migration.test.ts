@@ -174,6 +174,32 @@ describe("migrateStorageVersion", () => {
     expect((await getCrd("gizmos")).spec.versions.every((v) => v.served)).toBe(true);
   });
 
+  it("resumes a stopped run from its continue token, rewriting only the objects not done yet", async () => {
+    await storedInV1alpha1("sprockets", 6);
+    const stop = new AbortController();
+    let token: string | undefined;
+    const stopped = await rejection(
+      migrateStorageVersion(client, `sprockets.${GROUP}`, {
+        pageSize: 2,
+        signal: stop.signal,
+        onProgress: (p) => {
+          token = p.continue;
+          stop.abort(new Error("stopped after the first page"));
+        },
+      }),
+    );
+    expect(stopped.message).toBe("stopped after the first page");
+    expect(token).toBeTruthy();
+    expect(Object.values(await storedVersions("sprockets")).filter((v) => v.endsWith("/v1"))).toHaveLength(2);
+    expect((await getCrd("sprockets")).status).toMatchObject({ storedVersions: ["v1alpha1", "v1"] });
+    const resumed = await migrateStorageVersion(client, `sprockets.${GROUP}`, {
+      pageSize: 2,
+      continue: token ?? "",
+    });
+    expect(resumed).toMatchObject({ rewritten: 4, storedVersions: ["v1"] });
+    expect(new Set(Object.values(await storedVersions("sprockets")))).toEqual(new Set([`${GROUP}/v1`]));
+  });
+
   it("leaves storedVersions alone when the CRD changed during the run, and a second run finishes", async () => {
     await storedInV1alpha1("doodads", 4);
     const failed = await rejection(
