@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { assetsCommand } from "./assets.js";
+import { checkCommand } from "./check.js";
 import { clusterCommand } from "./cluster.js";
 import { createCommand } from "./create-api.js";
 import { deployCommand, undeployCommand } from "./deploy.js";
@@ -22,7 +23,8 @@ Usage:
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop [--dir DIR]
   kubeloop migrate CRD [--retire V]  rewrite a CRD's objects in its storage version, then retire old versions
-  kubeloop generate [--check]  write config/crd from the project's defineResource definitions
+  kubeloop generate [--check]  write config/ (CRDs, RBAC, manifests), the Helm chart and the OLM bundle
+  kubeloop check [--live]      scorecard-like checks: CRD schemas, RBAC; with --live owner references and cleanup
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
 
@@ -51,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
       return undeployCommand(rest);
     case "generate":
       return generateCommand(rest);
+    case "check":
+      return checkCommand(rest);
     case "migrate":
       return migrateCommand(rest);
     case undefined:

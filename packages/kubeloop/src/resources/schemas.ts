@@ -14,7 +14,9 @@ export function Conditions() {
   return Type.Array(
     Type.Object({
       type: Type.String({ description: "The condition's kind, e.g. Ready." }),
-      status: Type.Union([Type.Literal("True"), Type.Literal("False"), Type.Literal("Unknown")]),
+      status: Type.Union([Type.Literal("True"), Type.Literal("False"), Type.Literal("Unknown")], {
+        description: "Whether the condition holds: True, False or Unknown.",
+      }),
       reason: Type.String({ description: "A CamelCase reason for the last transition." }),
       message: Type.String({ description: "A human-readable explanation." }),
       lastTransitionTime: Type.String({ format: "date-time", description: "When the status last changed." }),
