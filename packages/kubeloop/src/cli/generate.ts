@@ -32,7 +32,7 @@ import { toYamlDocuments } from "./yaml.js";
  */
 
 const USAGE = `Usage:
-  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--out DIR]
+  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--sharding MIN-MAX] [--out DIR]
 
   Without flags, the "kubeloop" section of the project's package.json says what to read.
   --resources    the module that exports the project's defineResource(…) definitions
@@ -44,6 +44,8 @@ const USAGE = `Usage:
   --namespaces   the namespaces the operator watches (default all): a Role and RoleBinding in each
                  instead of a ClusterRole (which stays for cluster-scoped types only), and
                  WATCH_NAMESPACE in the Deployment; "" for all namespaces
+  --sharding     MIN-MAX: a sharded operator (every replica active, SHARDING_RING and POD_NAME
+                 instead of LEADER_ELECT) with a HorizontalPodAutoscaler on CPU between MIN and MAX
   --out          the config folder (default config): crd/, rbac/, webhook/, manager/, and with
                  --image the opt-in prometheus/ (ServiceMonitor, alerts), grafana/ (dashboard)
                  and network-policy/, which \`kubeloop deploy\` does not apply
@@ -72,6 +74,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       image: { type: "string" },
       namespace: { type: "string" },
       namespaces: { type: "string" },
+      sharding: { type: "string" },
       check: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
@@ -148,6 +151,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       webhooks: webhooks.length > 0,
       ...(roles ? { roles } : {}),
       ...(watched ? { watchNamespaces: watched } : {}),
+      ...(values.sharding ? { sharding: shardingReplicas(values.sharding) } : {}),
     });
     for (const [file, written] of manifests) put(join("manager", file), written);
     // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
@@ -209,6 +213,13 @@ export async function generateCommand(argv: string[]): Promise<number> {
   }
   if (stale.length === 0 && leftOver.length === 0) console.log("config is up to date");
   return 0;
+}
+
+/** `--sharding 2-6`: a sharded Deployment and its autoscaler's bounds. */
+function shardingReplicas(value: string): { minReplicas: number; maxReplicas: number } {
+  const match = /^(\d+)-(\d+)$/.exec(value);
+  if (!match) throw new CliError(`--sharding "${value}": give the replica bounds as MIN-MAX, e.g. 2-6`);
+  return { minReplicas: Number(match[1]), maxReplicas: Number(match[2]) };
 }
 
 /** The namespaces to watch, checked (a set with a bad name is an error naming where it came from). */

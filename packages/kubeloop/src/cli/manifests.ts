@@ -18,6 +18,12 @@ export interface ManifestOptions {
   roles?: RoleScopes;
   /** The namespaces the manager watches, given to it as `WATCH_NAMESPACE` (default: all). */
   watchNamespaces?: readonly string[];
+  /**
+   * A sharded operator (every replica active; see docs/scale-out.md): `SHARDING_RING` and
+   * `POD_NAME` (the shard id) instead of `LEADER_ELECT`, and a HorizontalPodAutoscaler between
+   * these bounds on the manager's CPU (the metrics-server is all it needs).
+   */
+  sharding?: { minReplicas: number; maxReplicas: number };
 }
 
 /** The generated operator roles: a ClusterRole, and Roles (all named after the operator) in these namespaces. */
@@ -96,6 +102,7 @@ export function deployManifests({
   webhooks,
   roles = { cluster: true, namespaces: [] },
   watchNamespaces,
+  sharding,
 }: ManifestOptions): [string, object[]][] {
   const subjects = [{ kind: "ServiceAccount", name, namespace }];
   const labels = managerLabels(name);
@@ -179,7 +186,8 @@ export function deployManifests({
           metadata: { name, namespace, labels },
           spec: {
             // Two replicas: one leads, the other keeps warm caches and takes over within the lease.
-            replicas: 2,
+            // Sharded: all reconcile, and the autoscaler sets the count.
+            replicas: sharding ? sharding.minReplicas : 2,
             selector: { matchLabels: labels },
             template: {
               metadata: { labels },
@@ -193,7 +201,13 @@ export function deployManifests({
                     name: "manager",
                     image,
                     env: [
-                      { name: "LEADER_ELECT", value: "true" },
+                      ...(sharding
+                        ? [
+                            // The ring is the operator; each pod is a shard named after itself.
+                            { name: "SHARDING_RING", value: name },
+                            { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                          ]
+                        : [{ name: "LEADER_ELECT", value: "true" }]),
                       // V8 sizes its young generation from the machine's memory, not the container's
                       // limit, and keeps it committed: capped, a 10,000-object cache settles at ~167
                       // instead of ~224 MiB RSS for a few % more CPU (bench/RESULTS.md).
@@ -280,6 +294,7 @@ export function deployManifests({
       ],
     ],
   ];
+  if (sharding) files.push(["hpa.yaml", [shardingAutoscaler(name, namespace, sharding)]]);
   if (webhooks) {
     files.push([
       "webhook-service.yaml",
@@ -294,4 +309,48 @@ export function deployManifests({
     ]);
   }
   return files;
+}
+
+/**
+ * The autoscaler of a sharded operator: on CPU, which needs only the metrics-server (queue latency
+ * through the custom-metrics API needs an adapter; docs/scale-out.md shows that variant). Scaling
+ * moves about 1/N of the objects through a drain each time, so it scales up at once and down only
+ * after 5 minutes of less load (the HPA's default window, written out), one pod at a time.
+ */
+export function shardingAutoscaler(
+  name: string,
+  namespace: string,
+  { minReplicas, maxReplicas }: { minReplicas: number; maxReplicas: number },
+): object {
+  if (
+    !Number.isInteger(minReplicas) ||
+    minReplicas < 1 ||
+    !Number.isInteger(maxReplicas) ||
+    maxReplicas < minReplicas
+  )
+    throw new RangeError(
+      `sharding replicas: give whole numbers with 1 ≤ min ≤ max (got min ${minReplicas}, max ${maxReplicas})`,
+    );
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name, namespace, labels: managerLabels(name) },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas,
+      maxReplicas,
+      metrics: [
+        {
+          type: "Resource",
+          resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 70 } },
+        },
+      ],
+      behavior: {
+        scaleDown: {
+          stabilizationWindowSeconds: 300,
+          policies: [{ type: "Pods", value: 1, periodSeconds: 60 }],
+        },
+      },
+    },
+  };
 }

@@ -15,6 +15,16 @@
 
 // The TLS bits the manager's servers share, for a HealthServer or WebhookServer of your own.
 export { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/tls.js";
+export {
+  type Cluster,
+  ClusterNotFound,
+  type ClusterProvider,
+  type ClusterSink,
+  Clusters,
+  type ClustersOptions,
+  kubeconfigFiles,
+  kubeconfigSecrets,
+} from "./clusters.js";
 export { type HealthCheck, HealthServer, type HealthServerOptions, ListenError } from "./health.js";
 export {
   DEFAULT_LEASE_DURATION_MS,
@@ -45,4 +55,17 @@ export {
   REVIEW_TIMEOUT_MS,
   TOKEN_REVIEW_TTL_MS,
 } from "./metrics-auth.js";
+export {
+  drainLabel,
+  ownerOf,
+  RING_LABEL,
+  type ShardedType,
+  Sharder,
+  type SharderOptions,
+  Sharding,
+  type ShardingOptions,
+  ShardMember,
+  shardKey,
+  shardLabel,
+} from "./sharding/index.js";
 export { startTracing, type Tracing } from "./tracing.js";

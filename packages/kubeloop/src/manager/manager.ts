@@ -67,7 +67,8 @@ export interface ManagerOptions {
   /**
    * Every replica active, each reconciling its share of the objects (opt-in; exclusive with
    * `leaderElection`): shard Leases, a sharder writing shard labels, label-selected informers and a
-   * drain-then-assign handover. See {@link ShardingOptions} and docs/scale-out.md.
+   * drain-then-assign handover. See {@link ShardingOptions} and docs/scale-out.md. Default:
+   * `{ ring: $SHARDING_RING }` when that is set and `leaderElection` is not.
    */
   sharding?: ShardingOptions;
   /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
@@ -182,6 +183,11 @@ export class Manager {
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
   private shardingInstance: Sharding | undefined;
+  /**
+   * `sharding`, else `$SHARDING_RING` (what `kubeloop generate --sharding` deploys) when leader
+   * election is not asked for; the shard id is then `$POD_NAME`.
+   */
+  private readonly shardingOptions: ShardingOptions | undefined;
   /** 429s and latency of the manager's client, for controllers with adaptive workers. */
   private readonly apiPressure = new ApiPressure();
   private tracing: Tracing | undefined;
@@ -199,6 +205,8 @@ export class Manager {
 
   constructor(options: ManagerOptions = {}) {
     this.options = options;
+    const ring = process.env.SHARDING_RING;
+    this.shardingOptions = options.sharding ?? (ring && !options.leaderElection ? { ring } : undefined);
     if (options.sharding && options.leaderElection)
       throw new TypeError(
         "Give the manager either leaderElection (one active replica) or sharding (all replicas active), not both",
@@ -302,12 +310,13 @@ export class Manager {
     const registry = new InformerRegistry(client);
     this.registryInstance = registry;
     await this.startServers();
-    if (this.options.sharding) {
-      this.shardingInstance = new Sharding(this.options.sharding, {
+    const sharding = this.shardingOptions;
+    if (sharding) {
+      this.shardingInstance = new Sharding(sharding, {
         client,
         registry,
         logger: this.logger,
-        namespace: this.options.sharding.namespace ?? defaultNamespace(client),
+        namespace: sharding.namespace ?? defaultNamespace(client),
         types: this.controllers.map((c) => ({
           type: c.spec.primary,
           namespaces: c.spec.namespaces ?? this.namespaces,
