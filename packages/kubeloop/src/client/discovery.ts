@@ -151,6 +151,13 @@ export class Discovery {
     body: LegacyVersions & LegacyGroupList,
     failed: Map<string, string>,
   ): Promise<ResourceInfo[]> {
+    if (!Array.isArray(body.groups) && !Array.isArray(body.versions)) {
+      // Neither format: guessing would make every kind "not served"; say what came back instead.
+      throw new UnknownKind(
+        `The API server's discovery answered neither aggregated discovery nor the legacy APIGroupList/APIVersions ` +
+          `(got kind ${JSON.stringify(body.kind)}). Is the server URL a Kubernetes API server, not a proxy's page?`,
+      );
+    }
     const paths = body.groups
       ? body.groups.flatMap((group) => (group.versions ?? []).map((v) => `/apis/${v.groupVersion}`))
       : (body.versions ?? []).map((version) => `/api/${version}`);
