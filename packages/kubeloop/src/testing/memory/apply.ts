@@ -71,18 +71,26 @@ function itemKey(item: Obj, keys: string[]): string {
  * The fields a value sets, as paths: leaves (scalars, atomic lists, empty objects), and keyed list
  * items themselves. `withNodes` adds every object node too (what an Update's ownership covers).
  */
-export function fieldSet(
+export function fieldSet(value: unknown, listTypes: ListTypes): Set<string> {
+  return new Set(leafValues(value, listTypes).keys());
+}
+
+/**
+ * Each field a value sets (see {@link fieldSet}) → its value as JSON for leaves, "" for keyed list
+ * items and set members: comparing two of these maps finds the changed fields in one walk each.
+ */
+export function leafValues(
   value: unknown,
   listTypes: ListTypes,
   names: string[] = [],
-  prefix: Path = [],
-  out = new Set<string>(),
-): Set<string> {
-  if (isObject(value) && !(prefix.length && listTypes(names).type === "atomic-struct")) {
-    const entries = Object.entries(value);
-    if (entries.length === 0 && prefix.length) out.add(prefix.join(SEP));
-    for (const [name, child] of entries)
-      fieldSet(child, listTypes, [...names, name], [...prefix, `f:${name}`], out);
+  prefix = "",
+  out = new Map<string, string>(),
+): Map<string, string> {
+  const at = (segment: string) => (prefix ? `${prefix}${SEP}${segment}` : segment);
+  if (isObject(value) && !(prefix && listTypes(names).type === "atomic-struct")) {
+    const keys = Object.keys(value);
+    if (keys.length === 0 && prefix) out.set(prefix, "{}");
+    for (const name of keys) leafValues(value[name], listTypes, [...names, name], at(`f:${name}`), out);
     return out;
   }
   if (Array.isArray(value)) {
@@ -90,18 +98,18 @@ export function fieldSet(
     if (kind.type === "map") {
       for (const item of value) {
         if (!isObject(item)) continue;
-        const path = [...prefix, itemKey(item, kind.keys)];
-        out.add(path.join(SEP));
-        fieldSet(item, listTypes, names, path, out);
+        const path = at(itemKey(item, kind.keys));
+        out.set(path, "");
+        leafValues(item, listTypes, names, path, out);
       }
       return out;
     }
     if (kind.type === "set") {
-      for (const item of value) out.add([...prefix, `v:${JSON.stringify(item)}`].join(SEP));
+      for (const item of value) out.set(at(`v:${JSON.stringify(item)}`), "");
       return out;
     }
   }
-  if (prefix.length) out.add(prefix.join(SEP));
+  if (prefix) out.set(prefix, JSON.stringify(value) ?? "null");
   return out;
 }
 
@@ -192,13 +200,20 @@ export interface ManagedEntry {
   time: string;
   subresource?: string;
   fields: Set<string>;
+  /** The `managedFields` entry read, reused as it is unless `dirty` (rebuilding trees is costly). */
+  raw?: Obj;
+  dirty?: boolean;
 }
+
+/** Field sets already parsed from a `managedFields` entry (entries are shared, never changed). */
+const parsedFields = new WeakMap<Obj, Set<string>>();
 
 /** `metadata.managedFields` → entries (unknown formats are dropped: the server owns this field). */
 export function readManaged(metadata: Obj): ManagedEntry[] {
   const list = (metadata.managedFields as Obj[] | undefined) ?? [];
   return list.map((entry) => {
-    const fields = new Set<string>();
+    const known = parsedFields.get(entry);
+    const fields = new Set<string>(known);
     const walk = (node: unknown, prefix: Path) => {
       if (!isObject(node)) return;
       const keys = Object.keys(node);
@@ -208,8 +223,12 @@ export function readManaged(metadata: Obj): ManagedEntry[] {
         else walk(node[key], [...prefix, key]);
       }
     };
-    walk(entry.fieldsV1, []);
+    if (!known) {
+      walk(entry.fieldsV1, []);
+      parsedFields.set(entry, new Set(fields));
+    }
     return {
+      raw: entry,
       manager: String(entry.manager ?? ""),
       operation: entry.operation === "Apply" ? "Apply" : "Update",
       apiVersion: String(entry.apiVersion ?? ""),
@@ -225,6 +244,7 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
   return entries
     .filter((e) => e.fields.size > 0)
     .map((entry) => {
+      if (entry.raw && !entry.dirty) return entry.raw;
       const tree: Obj = {};
       for (const path of [...entry.fields].sort()) {
         let node = tree;
@@ -299,7 +319,9 @@ export function serverSideApply(input: ApplyInput): Obj {
   const entries = readManaged((live.metadata as Obj | undefined) ?? {});
   const appliedPart = ownedPart(input.applied, part, input.statusSubresource);
   const livePart = ownedPart(live, part, input.statusSubresource);
-  const applied = fieldSet(appliedPart, input.listTypes);
+  const appliedValues = leafValues(appliedPart, input.listTypes);
+  const liveValues = leafValues(livePart, input.listTypes);
+  const applied = new Set(appliedValues.keys());
   const mine = (e: ManagedEntry) =>
     e.manager === input.manager && e.operation === "Apply" && e.subresource === input.subresource;
   const conflicts: { entry: ManagedEntry; path: string }[] = [];
@@ -307,13 +329,15 @@ export function serverSideApply(input: ApplyInput): Obj {
     if (mine(entry)) continue;
     for (const path of applied) {
       if (!entry.fields.has(path) || path.split(SEP).at(-1)?.startsWith("k:")) continue;
-      const ours = valueAt(appliedPart, path);
-      const theirs = valueAt(livePart, path);
-      if (JSON.stringify(ours) !== JSON.stringify(theirs) && !isObject(ours)) conflicts.push({ entry, path });
+      const ours = appliedValues.get(path);
+      if (ours !== liveValues.get(path) && ours !== "{}") conflicts.push({ entry, path });
     }
   }
   if (conflicts.length && !input.force) throw applyConflict(conflicts);
-  for (const { entry, path } of conflicts) entry.fields.delete(path);
+  for (const { entry, path } of conflicts) {
+    entry.fields.delete(path);
+    entry.dirty = true;
+  }
   // Fields this manager applied before and no longer does go, unless another manager keeps them.
   const previous = entries.find(mine);
   const others = entries.filter((e) => !mine(e));
@@ -356,16 +380,19 @@ export function recordUpdate(
   const entries = readManaged(((old ?? next).metadata as Obj | undefined) ?? {});
   const before = old ? ownedPart(old, part, statusSubresource) : {};
   const after = ownedPart(next, part, statusSubresource);
-  const afterFields = fieldSet(after, listTypes);
-  const changed = new Set(
-    [...afterFields].filter((p) => JSON.stringify(valueAt(before, p)) !== JSON.stringify(valueAt(after, p))),
-  );
+  const beforeValues = old ? leafValues(before, listTypes) : new Map<string, string>();
+  const afterValues = leafValues(after, listTypes);
+  const changed = new Set<string>();
+  for (const [path, value] of afterValues) if (beforeValues.get(path) !== value) changed.add(path);
   for (const entry of entries) {
-    for (const path of changed) entry.fields.delete(path);
+    for (const path of changed) if (entry.fields.delete(path)) entry.dirty = true;
     // Fields that no longer exist are no one's.
+    if ((entry.subresource === "status") !== (part === "status")) continue;
     for (const path of entry.fields)
-      if (valueAt(after, path) === undefined && (entry.subresource === "status") === (part === "status"))
+      if (!afterValues.has(path) && valueAt(after, path) === undefined) {
         entry.fields.delete(path);
+        entry.dirty = true;
+      }
   }
   if (changed.size) {
     const existing = entries.find(
@@ -374,6 +401,7 @@ export function recordUpdate(
     if (existing) {
       for (const path of changed) existing.fields.add(path);
       existing.time = now;
+      existing.dirty = true;
     } else {
       entries.push({
         manager,

@@ -166,12 +166,14 @@ export class MemoryApiServer {
     const key = keyOf(copy.metadata?.namespace, copy.metadata?.name ?? "");
     const current = this.bucket(kind).get(key);
     if (!current)
-      return this.createSync(
-        { kind, namespace: copy.metadata?.namespace, name: undefined, subresource: undefined },
-        copy,
-        "seed",
-        false,
-        true,
+      return clone(
+        this.createSync(
+          { kind, namespace: copy.metadata?.namespace, name: undefined, subresource: undefined },
+          copy,
+          "seed",
+          false,
+          true,
+        ),
       ) as T;
     copy.metadata = {
       ...copy.metadata,
@@ -181,7 +183,7 @@ export class MemoryApiServer {
     };
     this.bucket(kind).set(key, copy);
     this.record(kind, "MODIFIED", copy, current);
-    return this.output(kind, copy) as T;
+    return clone(this.output(kind, copy)) as T;
   }
 
   /** The current resourceVersion (a list's). */
@@ -392,12 +394,31 @@ export class MemoryApiServer {
     return this.output(route.kind, stored);
   }
 
-  /** The stored object as a client reads it: in the requested version, with defaults (custom resources) applied. */
+  /**
+   * Objects written under each kind's current schema, hence already defaulted. Stored objects are
+   * never changed in place (a write stores a new object), so they can be shared by the history and
+   * by answers, which the transport copies anyway.
+   */
+  private readonly defaulted = new WeakMap<Obj, KindInfo>();
+
+  /**
+   * The stored object as a client reads it: in the requested version, with defaults applied (a
+   * custom resource written before its CRD's schema changed gets the new defaults, as on the
+   * server). A shallow copy: callers may set top-level fields, never change nested ones.
+   */
   private output(kind: KindInfo, stored: Obj): Obj {
+    if (!kind.schema || this.defaulted.get(stored) === kind)
+      return { ...stored, apiVersion: apiVersionOf(kind) };
     const object = clone(stored);
     object.apiVersion = apiVersionOf(kind);
-    if (kind.schema) applyDefaults(object, kind.schema);
+    applyDefaults(object, kind.schema);
     return object;
+  }
+
+  /** Keeps a stored object (never changed after this) and notes that it carries its kind's defaults. */
+  private store(kind: KindInfo, key: string, object: Obj): void {
+    this.bucket(kind).set(key, object);
+    this.defaulted.set(object, kind);
   }
 
   private list(route: Route, query: Record<string, unknown>, accept: string | undefined): Obj {
@@ -555,16 +576,20 @@ export class MemoryApiServer {
       resourceVersion: Number(object.metadata.resourceVersion),
       resource: `${kind.group}/${kind.resource}`,
       type,
-      object: clone(object),
-      previous: previous && clone(previous),
+      object,
+      previous,
     };
     this.history.push(event);
     if (this.history.length > this.options.history) {
       const dropped = this.history.splice(0, this.history.length - this.options.history);
       this.compactedAt = dropped.at(-1)?.resourceVersion ?? this.compactedAt;
     }
-    const shown = this.outputEvent(kind, event);
-    for (const watch of this.watches) watch.offer(shown);
+    let shown: StoredEvent | undefined;
+    for (const watch of this.watches) {
+      if (watch.filter.resource !== event.resource) continue;
+      shown ??= this.outputEvent(kind, event);
+      watch.offer(shown);
+    }
   }
 
   private kindFor(apiVersion: string, kindName: string): KindInfo | undefined {
@@ -619,7 +644,14 @@ export class MemoryApiServer {
     return object;
   }
 
-  private createSync(route: Route, body: Obj, manager: string, prepared = false, seeding = false): Obj {
+  private createSync(
+    route: Route,
+    body: Obj,
+    manager: string,
+    prepared = false,
+    seeding = false,
+    appliedFields?: Obj[],
+  ): Obj {
     const { kind } = route;
     const object = prepared ? body : this.prepareCreate(route, body);
     const name = object.metadata.name as string | undefined;
@@ -685,10 +717,13 @@ export class MemoryApiServer {
       this.listTypes(kind),
       this.timestamp(),
     );
+    // Created by an apply: the applier owns its fields (as an Apply, not an Update).
+    if (appliedFields) metadata.managedFields = appliedFields;
     metadata.resourceVersion = this.nextRevision();
-    bucket.set(keyOf(namespace, name ?? ""), object);
-    this.record(kind, "ADDED", object, undefined);
     if (kind.kind === "CustomResourceDefinition") this.serveCrd(object);
+    if (seeding) this.bucket(kind).set(keyOf(namespace, name ?? ""), object);
+    else this.store(kind, keyOf(namespace, name ?? ""), object);
+    this.record(kind, "ADDED", object, undefined);
     return this.output(kind, object);
   }
 
@@ -788,7 +823,7 @@ export class MemoryApiServer {
     recordManager = true,
   ): Promise<Obj> {
     const { kind } = route;
-    const old = clone(current);
+    const old = current;
     next.metadata ??= {};
     let object: Obj;
     if (route.subresource === "status") {
@@ -871,9 +906,9 @@ export class MemoryApiServer {
         metadata: { ...metadata, resourceVersion: old.metadata.resourceVersion },
       });
     }
-    this.bucket(kind).set(key, object);
-    this.record(kind, "MODIFIED", object, old);
     if (kind.kind === "CustomResourceDefinition" && route.subresource !== "status") this.serveCrd(object);
+    this.store(kind, key, object);
+    this.record(kind, "MODIFIED", object, old);
     return this.output(kind, object);
   }
 
@@ -892,7 +927,8 @@ export class MemoryApiServer {
       return this.apply(route, current, applied, manager, force);
     }
     if (!current) throw notFound(kind.group, kind.resource, name);
-    const base = this.output(kind, current);
+    // A deep copy: the patch functions share the subtrees they leave alone, and the update writes into them.
+    const base = clone(this.output(kind, current));
     let patched: Obj;
     if (contentType.startsWith("application/merge-patch+json")) patched = mergePatch(base, body) as Obj;
     else if (contentType.startsWith("application/json-patch+json")) patched = jsonPatch(base, body) as Obj;
@@ -948,10 +984,7 @@ export class MemoryApiServer {
       };
       const managed = object.metadata.managedFields;
       const admitted = await this.admit(kind, "CREATE", this.prepareCreate(route, object), undefined);
-      const created = this.createSync(route, admitted, manager, true);
-      const stored = this.bucket(kind).get(keyOf(route.namespace, route.name ?? "")) as Obj;
-      stored.metadata.managedFields = managed;
-      return { ...created, metadata: { ...created.metadata, managedFields: managed } };
+      return this.createSync(route, admitted, manager, true, false, managed);
     }
     const rv = applied.metadata?.resourceVersion;
     if (rv !== undefined && rv !== current.metadata.resourceVersion)
@@ -1004,13 +1037,13 @@ export class MemoryApiServer {
       object.metadata.deletionGracePeriodSeconds = 0;
       if (kind.generation) object.metadata.generation = (object.metadata.generation ?? 0) + 1;
       object.metadata.resourceVersion = this.nextRevision();
-      this.bucket(kind).set(key, object);
+      this.store(kind, key, object);
       this.record(kind, "MODIFIED", object, old);
       this.runControllers();
       const after = this.bucket(kind).get(key);
       return this.output(kind, after ?? object);
     }
-    const old = clone(current);
+    const old = current;
     const object = clone(current);
     object.metadata.resourceVersion = this.nextRevision();
     this.bucket(kind).delete(key);
@@ -1032,12 +1065,12 @@ export class MemoryApiServer {
 
   private deleteNamespace(kind: KindInfo, current: Obj): Obj {
     if (current.metadata.deletionTimestamp) return this.output(kind, current);
-    const old = clone(current);
+    const old = current;
     const object = clone(current);
     object.metadata.deletionTimestamp = this.timestamp();
     object.status = { ...object.status, phase: "Terminating" };
     object.metadata.resourceVersion = this.nextRevision();
-    this.bucket(kind).set(keyOf(undefined, object.metadata.name), object);
+    this.store(kind, keyOf(undefined, object.metadata.name), object);
     this.record(kind, "MODIFIED", object, old);
     this.runControllers();
     const after = this.bucket(kind).get(keyOf(undefined, object.metadata.name));
@@ -1202,7 +1235,7 @@ export class MemoryApiServer {
   }
 
   private dropObject(kind: KindInfo, object: Obj): void {
-    const old = clone(object);
+    const old = object;
     const gone = clone(object);
     gone.metadata.resourceVersion = this.nextRevision();
     this.bucket(kind).delete(keyOf(object.metadata.namespace, object.metadata.name));
@@ -1210,7 +1243,7 @@ export class MemoryApiServer {
   }
 
   private writeSync(kind: KindInfo, object: Obj, change: (o: Obj) => void): void {
-    const old = clone(object);
+    const old = object;
     const next = clone(object);
     change(next);
     next.metadata.resourceVersion = this.nextRevision();
@@ -1223,7 +1256,7 @@ export class MemoryApiServer {
       this.record(kind, "DELETED", next, old);
       return;
     }
-    this.bucket(kind).set(key, next);
+    this.store(kind, key, next);
     this.record(kind, "MODIFIED", next, old);
   }
 
@@ -1275,7 +1308,7 @@ async function callWebhook(
     throw new NotEmulated("webhook namespaceSelector/objectSelector");
   const request = {
     operation,
-    oldObject: old,
+    oldObject: old && clone(old),
     object,
     kind: definition.resource,
     userInfo: { username: "memory" },
