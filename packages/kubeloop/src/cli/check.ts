@@ -214,6 +214,7 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
   const main = join(project.root, "src", "main.ts");
   if (!existsSync(main))
     throw new CliError(`${main} does not exist: --live runs the project's manager from it`);
+  if (readConfig(project.config, ["crd"]).filter(isCrd).length === 0) return []; // no kinds yet
   const samplesDir = join(project.config, "samples");
   const samples = existsSync(samplesDir) ? (readManifests([samplesDir]) as KubeObject[]) : [];
   if (samples.length === 0) {
@@ -267,7 +268,7 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
       progress(`  created the sample ${sample.kind} ${sample.metadata?.name}`);
     }
     const sampleUids = new Set(created.map((o) => o.metadata?.uid ?? ""));
-    const made = await settle(client, managed, before, timeoutMs, exited);
+    const made = await settle(client, managed, before, created, timeoutMs, exited);
     progress(`  the operator made ${made.length} object${made.length === 1 ? "" : "s"}`);
     const madeUids = new Set(made.map((o) => o.metadata?.uid ?? ""));
     for (const object of made) {
@@ -375,11 +376,15 @@ async function inventory(client: Client, types: ManagedType[]): Promise<Map<stri
   return objects;
 }
 
-/** What appeared since `before`, once nothing new has appeared for {@link SETTLE_MS}. */
+/**
+ * What appeared since `before`, once the operator has done something (made an object, or written
+ * every sample's status) and nothing new has appeared for {@link SETTLE_MS}.
+ */
 async function settle(
   client: Client,
   types: ManagedType[],
   before: Map<string, KubeObject>,
+  samples: KubeObject[],
   timeoutMs: number,
   exited: Promise<number | null>,
 ): Promise<KubeObject[]> {
@@ -400,12 +405,25 @@ async function settle(
     if (made.length !== count) {
       count = made.length;
       stableSince = Date.now();
-    } else if (count > 0 && Date.now() - stableSince >= SETTLE_MS) {
+    } else if (
+      Date.now() - stableSince >= SETTLE_MS &&
+      (count > 0 || (await allHaveStatus(client, samples)))
+    ) {
       return made;
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   return made;
+}
+
+async function allHaveStatus(client: Client, samples: KubeObject[]): Promise<boolean> {
+  for (const sample of samples) {
+    const current = (await client.get(typeOf(sample), sample.metadata?.name ?? "", namespaceOf(sample))) as {
+      status?: object;
+    };
+    if (!current.status || Object.keys(current.status).length === 0) return false;
+  }
+  return true;
 }
 
 /** The objects still present after `timeoutMs` (none when all went). */
