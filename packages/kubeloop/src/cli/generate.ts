@@ -134,7 +134,14 @@ export async function generateCommand(argv: string[]): Promise<number> {
   }
   let roles: RoleScopes | undefined;
   if (controllersPath) {
-    const rbac = await rbacFiles(controllersPath, name, namespace, fromProject(values.controllers), watched);
+    const rbac = await rbacFiles(
+      controllersPath,
+      name,
+      namespace,
+      fromProject(values.controllers),
+      watched,
+      values.sharding !== undefined,
+    );
     for (const [file, written] of rbac.files) put(join("rbac", file), written);
     roles = rbac.roles;
   }
@@ -265,6 +272,7 @@ async function rbacFiles(
   namespace: string,
   allowEmpty = false,
   watched?: readonly string[],
+  sharded = false,
 ): Promise<{ files: [string, object[]][]; roles: RoleScopes }> {
   const controllers = (await exportsOf(modulePath, "--controllers")).filter(isController);
   if (controllers.length === 0 && !allowEmpty)
@@ -293,7 +301,16 @@ async function rbacFiles(
             ...rbac,
             kind: "Role",
             metadata: { name: `${name}-leader-election`, namespace },
-            rules: LEADER_ELECTION_RULES,
+            // Sharded, the sharder also watches the ring's shard Leases, fences and deletes dead ones.
+            rules: sharded
+              ? [
+                  {
+                    apiGroups: ["coordination.k8s.io"],
+                    resources: ["leases"],
+                    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+                  },
+                ]
+              : LEADER_ELECTION_RULES,
           },
         ],
       ],
