@@ -13,7 +13,7 @@ import { Manager } from "../manager/manager.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { PrometheusServer, promtool } from "../testing/prometheus.js";
 import { metricsReaderRole, metricsRoles } from "./manifests.js";
-import { alertRules, RUNBOOK_BASE } from "./monitoring.js";
+import { alertRules, dashboard, RUNBOOK_BASE } from "./monitoring.js";
 
 // The alerts `kubeloop generate` writes, checked by Prometheus itself: promtool's checks, unit tests
 // that make each alert fire and not fire, and a real Prometheus scraping a running manager.
@@ -309,6 +309,19 @@ describe("a real Prometheus scraping a running manager", () => {
       expect(alert?.annotations.summary).toMatch(
         /^op: controller configs fails \d+(\.\d+)?% of its reconciles$/,
       );
+
+      // Every query of the dashboard is valid PromQL, and its panels have data from this manager
+      // (except the leader panel: no election here; and API requests: they are counted by the
+      // client a manager makes itself, and this one was given the test's).
+      const panels = (dashboard(OPERATOR) as { panels: { title: string; targets: { expr: string }[] }[] })
+        .panels;
+      for (const panel of panels) {
+        const results = await Promise.all(
+          panel.targets.map((target) => server.query(target.expr.replaceAll("$__rate_interval", "1m"))),
+        );
+        if (!["Leader and watches", "API requests per second"].includes(panel.title))
+          expect(results.flat().length, `panel "${panel.title}" has data`).toBeGreaterThan(0);
+      }
     } finally {
       await prometheus?.stop();
       await manager.stop();
