@@ -1,6 +1,11 @@
 // The nginx operator's entry point: `npm start` (in this folder) runs it against the current
 // KUBECONFIG. Settings, by flag or environment:
-//   --metrics-port / METRICS_PORT   (default 8080; 0 picks a free port)
+//   --metrics-port / METRICS_PORT   (default 8080; 0 picks a free port; the Deployment sets 8443)
+//   METRICS_SECURE=true|false       HTTPS behind TokenReview + SubjectAccessReview (default: true in
+//                                   a cluster; plain HTTP on 127.0.0.1 outside one); METRICS_CERT_DIR
+//                                   a mounted tls.crt/tls.key instead of a self-signed certificate
+//   OTEL_EXPORTER_OTLP_ENDPOINT     send traces there (and OpenTelemetry's other OTEL_* variables);
+//                                   see docs/observability.md
 //   --probe-port / PROBE_PORT       (default 8081)
 //   --leader-elect / LEADER_ELECT=true, --leader-election-namespace / LEADER_ELECTION_NAMESPACE
 //   ENABLE_WEBHOOKS=false           run without the webhook server (it needs a serving certificate:
