@@ -131,6 +131,7 @@ export {
   type StatusPatch,
 } from "./status.js";
 export {
+  DEFAULT_MIGRATION_CONCURRENCY,
   DEFAULT_MIGRATION_PAGE_SIZE,
   type MigrateStorageOptions,
   type MigrationProgress,

@@ -44,6 +44,8 @@ export interface MigrateStorageOptions {
   retire?: string[];
   /** Objects per list page. Default {@link DEFAULT_MIGRATION_PAGE_SIZE}. */
   pageSize?: number;
+  /** Rewrites in flight at once. Default {@link DEFAULT_MIGRATION_CONCURRENCY}. */
+  concurrency?: number;
   /** A `continue` token from {@link MigrationProgress}, to resume a run that stopped. */
   continue?: string;
   /** Told after each page, and awaited: a caller may persist `continue` to resume after a crash. */
@@ -80,6 +82,13 @@ export class StorageMigrationError extends Error {
 
 /** client-go's pager page size. */
 export const DEFAULT_MIGRATION_PAGE_SIZE = 500;
+/**
+ * Against a remote cluster each rewrite is a network round trip: a few in flight hide that
+ * latency, while API Priority and Fairness still bounds what a migration takes from other
+ * clients. On the loaded 2-core test machine, with the API server on the same cores, 1 and 8 made
+ * no measurable difference (55–122 objects/s either way, 1,000 objects): its CPU is the limit there.
+ */
+export const DEFAULT_MIGRATION_CONCURRENCY = 8;
 /** Re-reads per object when concurrent writers keep winning; five is client-go's DefaultRetry. */
 const REWRITE_ATTEMPTS = 5;
 
@@ -140,12 +149,17 @@ export async function migrateStorageVersion(
       }
       throw error;
     }
-    for (const item of page.items) {
-      const outcome = await rewrite(client, type, item);
-      if (outcome.rewritten) counts.rewritten++;
-      else counts.skipped++;
-      counts.conflicts += outcome.conflicts;
-    }
+    const items = [...page.items];
+    const worker = async () => {
+      for (let item = items.shift(); item; item = items.shift()) {
+        const outcome = await rewrite(client, type, item);
+        if (outcome.rewritten) counts.rewritten++;
+        else counts.skipped++;
+        counts.conflicts += outcome.conflicts;
+      }
+    };
+    const workers = Math.max(1, Math.min(options.concurrency ?? DEFAULT_MIGRATION_CONCURRENCY, items.length));
+    await Promise.all(Array.from({ length: workers }, worker));
     token = page.metadata.continue || undefined;
     await options.onProgress?.({ rewritten: counts.rewritten, skipped: counts.skipped, continue: token });
   } while (token);
