@@ -8,8 +8,11 @@ import { defaultAssetsRoot, locateBinary } from "./locate.js";
 import { acquireLock } from "./lock.js";
 import {
   COMPONENTS,
+  componentOf,
+  HELM_VERSION,
   KUBERNETES_VERSION,
   OLDEST_KUBERNETES_VERSION,
+  OLM_API_VERSION,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";
@@ -95,6 +98,34 @@ describe("resolveKubernetesVersion", () => {
     expect(() => resolveKubernetesVersion(undefined, { KUBELOOP_K8S_VERSION: "latest" })).toThrow(
       /KUBELOOP_K8S_VERSION=latest is not a Kubernetes version: write a minor such as 1\.33/,
     );
+  });
+});
+
+describe("the shipping tools", () => {
+  it("are components of their own, the same build for every supported Kubernetes version", () => {
+    for (const version of SUPPORTED_KUBERNETES_VERSIONS) {
+      expect(componentOf("helm", version)).toEqual({
+        name: "helm",
+        version: HELM_VERSION,
+        binaries: ["helm"],
+      });
+      expect(componentOf("operator-verify", version)).toEqual({
+        name: "olm",
+        version: OLM_API_VERSION,
+        binaries: ["operator-verify"],
+      });
+    }
+    // `kubeloop assets build` (npm test's assets step) builds every component, these included.
+    expect(Object.keys(COMPONENTS)).toEqual(["kubernetes", "etcd", "kwok", "helm", "olm"]);
+  });
+
+  it("is found in the cache under its own version", () => {
+    const root = tempDir();
+    const helm = fakeExecutable(join(root, `helm-v${HELM_VERSION}`, "helm"));
+    expect(locateBinary("helm", { root, kubebuilderAssets: undefined })).toEqual({
+      path: helm,
+      source: "cache",
+    });
   });
 });
 
