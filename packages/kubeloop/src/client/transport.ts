@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Pool } from "undici";
 import { sleep } from "../util/time.js";
 import { TokenBucket } from "../util/token-bucket.js";
@@ -282,6 +282,9 @@ export class Transport {
     const authorization = await this.config.authorization();
     if (authorization) headers.authorization = authorization;
     if (this.options.userAgent) headers["user-agent"] = this.options.userAgent;
+    // W3C trace context (a no-op unless tracing is on): an API server with tracing joins the trace,
+    // and so do the webhooks it calls.
+    propagation.inject(context.active(), headers);
     let payload: string | undefined;
     if (request.body !== undefined) {
       payload = typeof request.body === "string" ? request.body : JSON.stringify(request.body);
