@@ -56,7 +56,10 @@ beforeAll(async () => {
   [plane, postgres] = await Promise.all([
     new ControlPlane({
       profile: "cluster",
-      podBehaviours: [{ pods: { imageTagContains: "broken" }, behaviour: "never-ready" }],
+      podBehaviours: [
+        { pods: { imageTagContains: "broken" }, behaviour: "never-ready" },
+        { pods: { imageTagContains: "crash" }, behaviour: "crash-loop", restartEverySeconds: 2 },
+      ],
     }).start(),
     new PostgresServer().start(),
   ]);
@@ -197,6 +200,29 @@ describe("MyApp rollouts", () => {
     );
     expect(await get(["get", "myapp", "shop"], "{.spec.version} {.spec.replicas}")).toBe("1.2 2");
     expect(operator.output()).not.toMatch(/"reconcile failed/);
+  });
+
+  it("rolls a crash-looping version back the same way", async () => {
+    expect((await patchVersion("1.3-crash")).code).toBe(0);
+    await until(
+      async () =>
+        (
+          await get(
+            ["get", "pods", "-l", "app.kubernetes.io/instance=shop"],
+            "{.items[*].status.containerStatuses[0].state.waiting.reason}",
+          )
+        ).includes("CrashLoopBackOff"),
+      30_000,
+      "a crash-looping pod",
+    );
+    await until(async () => (await condition("RolledBack")) === "True", 60_000, "RolledBack=True");
+    expect(await get(["get", "myapp", "shop"], "{.status.currentVersion} {.status.failedVersion}")).toBe(
+      "1.2 1.3-crash",
+    );
+    expect((await history())[0]).toMatchObject({ version: "1.3-crash", outcome: "RolledBack" });
+    expect(await get(["get", "deployment", "shop"], "{.spec.template.spec.containers[0].image}")).toBe(
+      "registry.example.com/myapp:1.2",
+    );
   });
 });
 
