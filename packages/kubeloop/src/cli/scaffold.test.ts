@@ -90,6 +90,7 @@ describe("kubeloop init", () => {
       "src/webhooks.ts",
       "test/environment.ts",
       "test/config.test.ts",
+      "test/check.test.ts",
     ]) {
       expect(existsSync(join(project, file)), file).toBe(true);
     }
@@ -106,6 +107,9 @@ describe("kubeloop init", () => {
     expect(json.dependencies.kubeloop).toMatch(/^\^\d+\.\d+\.\d+$/);
     const readme = readFileSync(join(project, "README.md"), "utf8");
     expect(readme).toMatch(/^# shipyard\n\n```sh\nnpm run run {3}# .*\nnpm test {6}# /);
+    expect(readme).toContain(
+      "helm install shipyard ./charts/shipyard --namespace shipyard-system --create-namespace",
+    );
   });
 
   it("refuses a folder that already holds a project", () => {

@@ -142,6 +142,17 @@ describe("the developer workflow", () => {
       "widgets.ship.example.com.yaml",
     ]);
     expect(readdirSync(join(project, "config/webhook"))).not.toEqual([]);
+    // From the same objects: the Helm chart and the OLM bundle.
+    expect(readdirSync(join(project, "charts/demo-operator/templates/crd")).sort()).toEqual([
+      "docks.ship.example.com.yaml",
+      "widgets.ship.example.com.yaml",
+    ]);
+    const csv = readFileSync(
+      join(project, "bundle/manifests/demo-operator.clusterserviceversion.yaml"),
+      "utf8",
+    );
+    expect(csv).toContain("kind: Dock");
+    expect(csv).toContain("kind: Widget");
     const json = JSON.parse(readFileSync(join(project, "package.json"), "utf8"));
     expect(json.dependencies.kubeloop).toMatch(/^file:.*kubeloop-\d+\.\d+\.\d+\.tgz$/);
   });

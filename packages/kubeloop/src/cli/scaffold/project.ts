@@ -39,6 +39,7 @@ export function projectFiles(options: ProjectOptions): Map<string, string> {
     [INDEX_MODULES.webhooks, WEBHOOKS_INDEX],
     ["test/environment.ts", ENVIRONMENT],
     ["test/config.test.ts", CONFIG_TEST],
+    ["test/check.test.ts", CHECK_TEST],
   ]);
 }
 
@@ -182,7 +183,8 @@ and the tests pick them up.
 |---|---|
 | \`npm run run\` | regenerates \`config/\`, installs the CRDs, runs \`src/main.ts\` against the current kubeconfig context — or starts a local cluster in \`.kubeloop/\` when there is none, and leaves it running for the next time — and restarts it when a file in \`src/\` changes |
 | \`npm test\` | the tests: each file starts etcd and kube-apiserver, installs \`config/\`, and runs the manager in-process; \`test/config.test.ts\` fails when \`config/\` is stale |
-| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code |
+| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`, \`bundle.Dockerfile\`) |
+| \`npx kubeloop check\` | scorecard-like checks of \`config/\` (CRD schemas and descriptions, spec/status, status subresource, RBAC without wildcards); \`--live\` also runs the manager on a local cluster with each sample and checks owner references and cleanup (\`test/check.test.ts\` runs it) |
 | \`npm run build\` | type-checks (Node runs the TypeScript directly; there is nothing to compile) |
 | \`npm run cluster\` | starts a local cluster (API server, controller manager, scheduler, fake nodes) in the background; \`npx kubeloop cluster stop\` stops it |
 | \`npx kubeloop install\` / \`uninstall\` | the CRDs on the current cluster (\`uninstall\` refuses while objects of them exist, unless \`--force\`) |
@@ -197,10 +199,22 @@ Settings of \`src/main.ts\` (flag or environment): \`--metrics-port\`/\`METRICS_
 
 ## Ship it
 
+Build and push the image, then install the generated Helm chart (its version is package.json's;
+set \`"image"\` in the \`"kubeloop"\` section to the pushed repository and run \`npm run generate\`):
+
 \`\`\`sh
-docker build -t registry.example.com/${name}:0.1.0 .
-npx kubeloop deploy --image registry.example.com/${name}:0.1.0
+docker build -t registry.example.com/${name}:0.1.0 . && docker push registry.example.com/${name}:0.1.0
+helm install ${name} ./charts/${name} --namespace ${name}-system --create-namespace \\
+  --set manager.image.repository=registry.example.com/${name} --set manager.image.tag=0.1.0
+helm upgrade ${name} ./charts/${name} -n ${name}-system --reuse-values --set manager.replicas=3
+helm uninstall ${name} -n ${name}-system   # the CRDs, and your objects, stay (crd.keep=true)
 \`\`\`
+
+\`charts/${name}/values.yaml\` lists every setting (resources, scheduling, pod security, webhook
+certificates: \`self-signed\`, \`cert-manager\` or an existing \`secret\`), and \`values.schema.json\`
+rejects a wrong one. For OLM, build \`bundle.Dockerfile\` (\`docker build -f bundle.Dockerfile -t
+registry.example.com/${name}-bundle:0.1.0 .\`). To try it without either: \`npx kubeloop deploy
+--image registry.example.com/${name}:0.1.0\`.
 `;
 }
 
@@ -334,6 +348,22 @@ export async function startEnvironment(): Promise<Environment> {
     },
   };
 }
+`;
+
+const CHECK_TEST = `import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+describe("kubeloop check --live", () => {
+  it("passes: described CRDs with status, least RBAC, owner references on what the operator makes, cleanup", () => {
+    const root = join(import.meta.dirname, "..");
+    const check = spawnSync(join(root, "node_modules/.bin/kubeloop"), ["check", "--live"], {
+      cwd: root,
+      encoding: "utf8",
+    });
+    expect(check.status, check.stdout + check.stderr).toBe(0);
+  }, 180_000);
+});
 `;
 
 const CONFIG_TEST = `import { spawnSync } from "node:child_process";
