@@ -38,6 +38,7 @@ export function apiFiles(options: ApiOptions): ApiFiles {
     [`src/controllers/${lower}.ts`, controllerTs(options)],
     [sample, sampleYaml(options)],
     [`test/${lower}.test.ts`, testTs(options)],
+    [`test/${lower}.unit.test.ts`, unitTestTs(options)],
   ]);
   if (options.webhooks.length > 0) files.set(`src/webhooks/${lower}.ts`, webhooksTs(options));
   const { kind, camel } = options.names;
@@ -174,6 +175,46 @@ metadata:
   name: ${sampleName(names)}
 spec:
   size: 3
+`;
+}
+
+/**
+ * A unit test in milliseconds beside the envtest-style one: the controller against kubeloop's
+ * in-memory API server, one reconcile at a time (docs/testing.md).
+ */
+function unitTestTs({ names, namespaced }: ApiOptions): string {
+  const { kind, lower, camel } = names;
+  const namespace = namespaced ? `, namespace: "default"` : "";
+  return `import { isTrue, type ObjectOf } from "kubeloop";
+import { ReconcileHarness } from "kubeloop/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { ${camel}Controller } from "../src/controllers/${lower}.ts";
+import { ${kind} } from "../src/resources/${lower}.ts";
+
+// Unit tests in milliseconds: the real controller against kubeloop's in-memory API server, one
+// reconcile at a time, with a fake clock (h.advance(ms) for after()). Features the in-memory server
+// does not emulate are refused with an error; test those in ${lower}.test.ts, on a real API server.
+
+let h: ReconcileHarness<ObjectOf<typeof ${kind}>> | undefined;
+afterEach(async () => {
+  await h?.stop();
+});
+
+describe("${kind} reconciler (in memory)", () => {
+  it("reconciles a new ${kind} to Ready=True for its current generation", async () => {
+    h = await ReconcileHarness.start(${camel}Controller, { resources: [${kind}] });
+    await h.client.create({
+      apiVersion: ${kind}.apiVersion,
+      kind: "${kind}",
+      metadata: { name: "example"${namespace} },
+      spec: { size: 2 },
+    });
+    expect(await h.reconcileUntilIdle()).toEqual([{ key: "${namespaced ? "default/" : ""}example", result: "success" }]);
+    const current = await h.client.get(${kind}, "example"${namespaced ? `, { namespace: "default" }` : ""});
+    expect(isTrue(current.status?.conditions, "Ready")).toBe(true);
+    expect(current.status?.observedGeneration).toBe(current.metadata.generation);
+  });
+});
 `;
 }
 
