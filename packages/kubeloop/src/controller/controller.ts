@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Link, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { Informer } from "../cache/informer.js";
 import type { InformerView } from "../cache/multi-namespace.js";
@@ -140,6 +140,24 @@ export const DEFAULT_CONCURRENCY = 8;
 const EXPECTATION_RETRY_MS = 50;
 
 const tracer = trace.getTracer("kubeloop");
+
+/**
+ * KEP-5915's annotation: whoever changed the object may leave that change's W3C `traceparent`
+ * here; the reconcile it causes links to it (a link, not a parent: one change can cause many
+ * reconciles, and a reconcile answers many changes).
+ */
+export const TRACEPARENT_ANNOTATION = "tracing.k8s.io/traceparent";
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The span link to the change recorded in the object's traceparent annotation, if it has a valid one. */
+function linksOf(object: KubeObject): Link[] {
+  const match = TRACEPARENT.exec(object.metadata?.annotations?.[TRACEPARENT_ANNOTATION] ?? "");
+  if (!match || /^0+$/.test(match[1] ?? "0") || /^0+$/.test(match[2] ?? "0")) return [];
+  const flags = Number.parseInt(match[3] ?? "0", 16) & TraceFlags.SAMPLED;
+  return [
+    { context: { traceId: match[1] ?? "", spanId: match[2] ?? "", traceFlags: flags, isRemote: true } },
+  ];
+}
 
 export class Controller<T extends KubeObject> {
   readonly name: string;
@@ -561,7 +579,7 @@ export class Controller<T extends KubeObject> {
     }
     const reconcileId = randomUUID();
     const started = performance.now();
-    await tracer.startActiveSpan(`reconcile ${this.name}`, async (span) => {
+    await tracer.startActiveSpan(`reconcile ${this.name}`, { links: linksOf(object) }, async (span) => {
       span.setAttributes({
         "k8s.controller": this.name,
         "k8s.namespace": namespace ?? "",

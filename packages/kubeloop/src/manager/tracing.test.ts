@@ -20,6 +20,7 @@ interface OtlpSpan {
   parentSpanId?: string;
   name: string;
   attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+  links?: { traceId: string; spanId: string }[];
 }
 interface OtlpExport {
   resourceSpans: {
@@ -73,9 +74,17 @@ afterEach(() => {
 });
 
 /** A manager reconciling the ConfigMaps of `namespace` (each reads itself back), logging into `lines`. */
-async function runOnce(namespace: string, lines: Record<string, unknown>[]) {
+async function runOnce(
+  namespace: string,
+  lines: Record<string, unknown>[],
+  annotations: Record<string, string> = {},
+) {
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-  await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "traced", namespace } });
+  await client.create({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "traced", namespace, annotations },
+  });
   let reconciled = 0;
   const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const manager = new Manager({ client, logger, probes: false, metrics: false, handleSignals: false });
@@ -121,7 +130,11 @@ describe("tracing", () => {
     process.env.OTEL_SERVICE_NAME = "copier-operator";
     process.env.OTEL_BSP_SCHEDULE_DELAY = "100";
     const lines: Record<string, unknown>[] = [];
-    const run = await runOnce("traced", lines);
+    // KEP-5915: the change that made the object left its trace in an annotation.
+    const cause = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" };
+    const run = await runOnce("traced", lines, {
+      "tracing.k8s.io/traceparent": `00-${cause.traceId}-${cause.spanId}-01`,
+    });
     const reconcileOf = () => spans().find((s) => s.name === "reconcile copier-traced");
     await until(() => reconcileOf() !== undefined, 20_000, "the reconcile span to be exported");
     await run.stop(); // flushes the rest
@@ -135,6 +148,9 @@ describe("tracing", () => {
     expect(attribute(reconcile, "k8s.controller")).toBe("copier-traced");
     expect(attribute(reconcile, "k8s.namespace")).toBe("traced");
     expect(attribute(reconcile, "k8s.name")).toBe("traced");
+    // Linked to the change that caused it, not parented by it: its own trace.
+    expect(reconcile?.links).toEqual([expect.objectContaining(cause)]);
+    expect(reconcile?.traceId).not.toBe(cause.traceId);
     const children = spans().filter((s) => s.parentSpanId === reconcile?.spanId);
     expect(children.map((s) => s.name)).toContain("kubernetes GET");
     expect(children.every((s) => s.traceId === reconcile?.traceId)).toBe(true);
