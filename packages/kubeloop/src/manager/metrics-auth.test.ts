@@ -62,7 +62,10 @@ async function operatorClient(): Promise<Client> {
   const manifests = new Map(deployManifests({ name: OPERATOR, namespace: NAMESPACE, image: "unused" }));
   for (const binding of manifests.get("metrics-auth-binding.yaml") ?? [])
     await client.apply(binding as KubeObject, { fieldManager: "test" });
-  const token = await tokenOf(OPERATOR);
+  return clientWithToken(await tokenOf(OPERATOR));
+}
+
+function clientWithToken(token: string): Promise<Client> {
   return Client.connect({
     kubeconfigText: JSON.stringify({
       apiVersion: "v1",
@@ -156,6 +159,24 @@ describe("secure metrics", () => {
       await manager.stop();
       await running;
       await operator.close();
+    }
+  });
+
+  it("answers 500, saying why, when the manager may not ask the API (no metrics-auth binding)", async () => {
+    const unbound = await clientWithToken(await tokenOf("unbound-operator"));
+    const reader = await tokenOf("reader");
+    await grantMetricsReader("reader");
+    const manager = secureManager({}, unbound);
+    const running = manager.start();
+    try {
+      await manager.ready;
+      const failed = await scrape(manager.ports.metrics as number, reader);
+      expect(failed.status).toBe(500);
+      expect(await failed.text()).toMatch(/^TokenReview failed: .*tokenreviews.* is forbidden/);
+    } finally {
+      await manager.stop();
+      await running;
+      await unbound.close();
     }
   });
 
