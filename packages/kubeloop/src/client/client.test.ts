@@ -422,6 +422,34 @@ describe("Discovery", () => {
     expect([...deployments.subresources].sort()).toEqual(["scale", "status"]);
     expect(await rejection(legacy.resolve("apps/v1", "Nope"))).toBeInstanceOf(UnknownKind);
   });
+
+  it("reads the legacy documents of every other group when one aggregated API is down, and names it", async () => {
+    const apiService = {
+      apiVersion: "apiregistration.k8s.io/v1",
+      kind: "APIService",
+      metadata: { name: "v1.down.test.kubeloop.dev" },
+      spec: {
+        group: "down.test.kubeloop.dev",
+        version: "v1",
+        groupPriorityMinimum: 1000,
+        versionPriority: 15,
+        insecureSkipTLSVerify: true,
+        service: { namespace: "default", name: "nothing-listens-here", port: 443 },
+      },
+    };
+    await client.create(apiService);
+    try {
+      const legacy = new Discovery(client.transport, { aggregated: false });
+      expect(await legacy.resolve("v1", "ConfigMap")).toMatchObject({ resource: "configmaps" });
+      const error = await rejection(legacy.resolve("down.test.kubeloop.dev/v1", "Thing"));
+      expect(error).toBeInstanceOf(UnknownKind);
+      expect(error.message).toMatch(
+        /could not describe down\.test\.kubeloop\.dev\/v1: .*check that the service is available/s,
+      );
+    } finally {
+      await client.delete(resourceType("apiregistration.k8s.io/v1", "APIService"), apiService.metadata.name);
+    }
+  });
 });
 
 describe("Raw watch", () => {
