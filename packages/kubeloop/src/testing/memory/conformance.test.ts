@@ -41,12 +41,30 @@ beforeAll(async () => {
   memory = memoryServer.client();
 }, 120_000);
 afterAll(async () => {
+  for (const client of userClients) await client.close();
   await real?.close();
   await plane?.stop();
 });
 
 type Trace = unknown[];
-type Case = (client: Client, ns: string, trace: Trace) => Promise<void>;
+/** `as(user, groups)`: a client of the same server acting as that user (impersonation, as `kubectl --as`). */
+type As = (user: string, groups?: string[]) => Promise<Client>;
+type Case = (client: Client, ns: string, trace: Trace, as: As) => Promise<void>;
+
+const userClients: Client[] = [];
+const asOn =
+  (server: "real" | "memory"): As =>
+  async (user, groups) => {
+    const client =
+      server === "real"
+        ? await Client.connect({
+            kubeconfig: plane.kubeconfigPath,
+            impersonate: { user, ...(groups ? { groups } : {}) },
+          })
+        : memoryServer.client({ user, ...(groups ? { groups } : {}) });
+    userClients.push(client);
+    return client;
+  };
 
 /** Runs `body`, recording its answer or its error (code, reason, message, causes). */
 async function step(trace: Trace, body: () => Promise<unknown>): Promise<unknown> {
@@ -120,7 +138,7 @@ async function runOn(client: Client, body: Case): Promise<Trace> {
   const ns = `conf-${counter}`;
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   const trace: Trace = [];
-  await body(client, ns, trace);
+  await body(client, ns, trace, asOn(client === real ? "real" : "memory"));
   return normalise(trace) as Trace;
 }
 
@@ -736,5 +754,144 @@ describe("Refused features", () => {
   });
   conformance("pods can be read (an empty list)", async (c, ns, t) => {
     await step(t, async () => (await c.list(resourceType("v1", "Pod"), { namespace: ns })).items);
+  });
+});
+
+describe("RBAC: requests as a user", () => {
+  const Role = resourceType("rbac.authorization.k8s.io/v1", "Role");
+  const ConfigMapType = resourceType("v1", "ConfigMap");
+  const SecretType = resourceType("v1", "Secret");
+  const NamespaceType = resourceType("v1", "Namespace");
+  const DeploymentType = resourceType("apps/v1", "Deployment");
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const role = (ns: string, name: string, rules: object[]) => ({
+    apiVersion: rbac,
+    kind: "Role",
+    metadata: { name, namespace: ns },
+    rules,
+  });
+  const binding = (
+    ns: string,
+    name: string,
+    roleRef: { kind: string; name: string },
+    subjects: object[],
+  ) => ({
+    apiVersion: rbac,
+    kind: "RoleBinding",
+    metadata: { name, namespace: ns },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", ...roleRef },
+    subjects,
+  });
+  const alice = [{ kind: "User", name: "alice", apiGroup: "rbac.authorization.k8s.io" }];
+  void Role;
+
+  conformance(
+    "a user without a role: 403 on every verb, namespaced and cluster-wide",
+    async (c, ns, t, as) => {
+      await c.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: ns } });
+      const u = await as("nobody");
+      await step(t, () => u.list(ConfigMapType, { namespace: ns }));
+      await step(t, () => u.get(ConfigMapType, "a", { namespace: ns }));
+      await step(t, () =>
+        u.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", namespace: ns } }),
+      );
+      await step(t, () => u.delete(ConfigMapType, "a", { namespace: ns }));
+      await step(t, () => u.patch(ConfigMapType, "a", { data: { x: "y" } }, { namespace: ns }));
+      await step(t, () => u.list(NamespaceType));
+      await step(t, () => u.get(NamespaceType, ns));
+    },
+  );
+
+  conformance(
+    "a Role that allows get and list of configmaps: those pass, the rest is 403",
+    async (c, ns, t, as) => {
+      await c.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: ns } });
+      await c.create(
+        role(ns, "reader", [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list"] }]),
+      );
+      await c.create(binding(ns, "alice-reads", { kind: "Role", name: "reader" }, alice));
+      const u = await as("alice");
+      await step(t, async () =>
+        (await u.list(ConfigMapType, { namespace: ns })).items.map((i) => i.metadata?.name),
+      );
+      await step(t, async () => (await u.get(ConfigMapType, "a", { namespace: ns })).metadata?.name);
+      await step(t, () =>
+        u.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", namespace: ns } }),
+      );
+      await step(t, () => u.list(SecretType, { namespace: ns }));
+      await step(t, () => u.list(ConfigMapType, { namespace: "default" }));
+    },
+  );
+
+  conformance("resourceNames restrict a rule to named objects", async (c, ns, t, as) => {
+    for (const name of ["a", "b"])
+      await c.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } });
+    await c.create(
+      role(ns, "only-a", [
+        { apiGroups: [""], resources: ["configmaps"], resourceNames: ["a"], verbs: ["get"] },
+      ]),
+    );
+    await c.create(binding(ns, "alice-a", { kind: "Role", name: "only-a" }, alice));
+    const u = await as("alice");
+    await step(t, async () => (await u.get(ConfigMapType, "a", { namespace: ns })).metadata?.name);
+    await step(t, () => u.get(ConfigMapType, "b", { namespace: ns }));
+    await step(t, () => u.list(ConfigMapType, { namespace: ns }));
+  });
+
+  conformance("a ClusterRole bound in one namespace, through a Group", async (c, ns, t, as) => {
+    await c.create({
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: `${ns}-deployments` },
+      rules: [{ apiGroups: ["apps"], resources: ["deployments"], verbs: ["list", "get"] }],
+    });
+    await c.create(
+      binding(ns, "team", { kind: "ClusterRole", name: `${ns}-deployments` }, [
+        { kind: "Group", name: "team", apiGroup: "rbac.authorization.k8s.io" },
+      ]),
+    );
+    const u = await as("bob", ["team"]);
+    await step(t, async () => (await u.list(DeploymentType, { namespace: ns })).items);
+    await step(t, () => u.list(DeploymentType, { namespace: "default" }));
+    await step(t, () => u.list(DeploymentType));
+    const stranger = await as("carol", ["other"]);
+    await step(t, () => stranger.list(DeploymentType, { namespace: ns }));
+  });
+
+  conformance("the status subresource is a resource of its own", async (c, ns, t, as) => {
+    await c.create(KINDS[2]?.make(ns, "d") as KubeObject);
+    await c.create(
+      role(ns, "deployer", [{ apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "patch"] }]),
+    );
+    await c.create(binding(ns, "alice-deploys", { kind: "Role", name: "deployer" }, alice));
+    const u = await as("alice");
+    await step(
+      t,
+      async () =>
+        (await u.patch(DeploymentType, "d", { metadata: { labels: { x: "y" } } }, { namespace: ns })).metadata
+          ?.labels,
+    );
+    await step(t, () =>
+      u.patch(DeploymentType, "d", { status: { replicas: 1 } }, { namespace: ns, subresource: "status" }),
+    );
+  });
+
+  conformance("a ClusterRoleBinding for a service account, cluster-wide", async (c, ns, t, as) => {
+    await c.create({
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: `${ns}-ns-reader` },
+      rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }],
+    });
+    await c.create({
+      apiVersion: rbac,
+      kind: "ClusterRoleBinding",
+      metadata: { name: `${ns}-bot` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `${ns}-ns-reader` },
+      subjects: [{ kind: "ServiceAccount", name: "bot", namespace: ns }],
+    });
+    const u = await as(`system:serviceaccount:${ns}:bot`);
+    await step(t, async () => (await u.get(NamespaceType, ns)).metadata?.name);
+    await step(t, () => u.list(NamespaceType));
   });
 });

@@ -43,6 +43,7 @@ import {
   kindsOfCrd,
 } from "./kinds.js";
 import { jsonPatch, mergePatch, parseBody, strategicMergePatch } from "./patch.js";
+import { authorize, type UserInfo } from "./rbac.js";
 import { applyDefaults, checkEmulated, prune, validate } from "./schema.js";
 import { fieldMatcher, labelMatcher } from "./selectors.js";
 import { MemoryTransport } from "./transport.js";
@@ -133,9 +134,16 @@ export class MemoryApiServer {
     for (const resource of options.resources ?? []) this.installCrd(resource);
   }
 
-  /** A kubeloop Client whose requests this server answers in process. */
-  client(options: { userAgent?: string } = {}): Client {
-    const transport = new MemoryTransport(this, options.userAgent ?? "kubeloop");
+  /**
+   * A kubeloop Client whose requests this server answers in process: as the administrator, or as
+   * `user` (in `groups`, plus `system:authenticated`), whose requests RBAC authorizes from the
+   * Roles, ClusterRoles and bindings stored here, as `kubectl --as` would be.
+   */
+  client(options: { userAgent?: string; user?: string; groups?: string[] } = {}): Client {
+    const user = options.user
+      ? { user: options.user, groups: [...(options.groups ?? []), "system:authenticated"] }
+      : undefined;
+    const transport = new MemoryTransport(this, options.userAgent ?? "kubeloop", user);
     const config: ClusterConfig = {
       server: transport.server,
       tls: { rejectUnauthorized: true },
@@ -235,13 +243,14 @@ export class MemoryApiServer {
   // ---------------------------------------------------------------- requests
 
   /** Answers one request; a failure throws a {@link StatusError} (the transport turns it into the client's typed error). */
-  async handle(request: HttpRequest & { userAgent?: string }): Promise<HttpResponse> {
+  async handle(request: HttpRequest & { userAgent?: string; user?: UserInfo }): Promise<HttpResponse> {
     const [pathOnly] = request.path.split("?");
     const path = pathOnly ?? "";
     if (path === "/api" || path === "/apis") return this.discovery(path, request.accept);
     if (path === "/version") return ok({ major: "1", minor: "36", gitVersion: "v1.36.4-memory" });
     const route = this.route(path);
     const query = request.query ?? {};
+    if (request.user) this.authorize(request.user, route, verbOf(request.method, route.name !== undefined));
     const body = request.body === undefined ? undefined : (parseBody(request.body) as Obj);
     const manager =
       typeof query.fieldManager === "string"
@@ -284,7 +293,7 @@ export class MemoryApiServer {
 
   /** Opens a watch, or a streamed list. */
   async stream(
-    request: StreamRequest,
+    request: StreamRequest & { user?: UserInfo },
   ): Promise<{ status: number; body: AsyncIterable<Uint8Array>; close(): void }> {
     const query = request.query ?? {};
     if (!query.watch) {
@@ -299,6 +308,7 @@ export class MemoryApiServer {
       };
     }
     const route = this.route(request.path);
+    if (request.user) this.authorize(request.user, route, "watch");
     const watch = this.openWatch(route, query, request.accept);
     request.signal?.addEventListener("abort", () => watch.close(), { once: true });
     if (typeof query.timeoutSeconds === "number" || typeof query.timeoutSeconds === "string") {
@@ -370,6 +380,33 @@ export class MemoryApiServer {
         `conversion between versions (${kind.resource}.${kind.group} is stored as ${kind.storageVersion}; this request is in ${kind.version}: use the storage version)`,
       );
     return { kind, namespace, name, subresource };
+  }
+
+  private authorize(user: UserInfo, route: Route, verb: string): void {
+    const rbac = "rbac.authorization.k8s.io";
+    const all = (resource: string) => [...(this.objects.get(`${rbac}/${resource}`)?.values() ?? [])];
+    authorize(
+      {
+        clusterRoleBindings: () => all("clusterrolebindings"),
+        roleBindings: (namespace) => all("rolebindings").filter((b) => b.metadata.namespace === namespace),
+        clusterRole: (name) => this.objects.get(`${rbac}/clusterroles`)?.get(name),
+        role: (namespace, name) => this.objects.get(`${rbac}/roles`)?.get(`${namespace}/${name}`),
+      },
+      user,
+      {
+        verb,
+        group: route.kind.group,
+        resource: route.kind.resource,
+        subresource: route.subresource,
+        // A namespace object is "in" itself for RBAC (a RoleBinding there can grant get on it).
+        namespace: route.kind.namespaced
+          ? route.namespace
+          : route.kind.kind === "Namespace" && route.kind.group === ""
+            ? route.name
+            : undefined,
+        name: route.name,
+      },
+    );
   }
 
   private isKnownGroup(group: string): boolean {
@@ -1342,6 +1379,22 @@ async function callWebhook(
     }
   }
   return current;
+}
+
+/** The RBAC verb of a request. */
+function verbOf(method: HttpRequest["method"], named: boolean): string {
+  switch (method) {
+    case "GET":
+      return named ? "get" : "list";
+    case "POST":
+      return "create";
+    case "PUT":
+      return "update";
+    case "PATCH":
+      return "patch";
+    case "DELETE":
+      return named ? "delete" : "deletecollection";
+  }
 }
 
 function specChanged(old: Obj, next: Obj, statusSubresource: boolean): boolean {

@@ -2,6 +2,7 @@ import type { ApiTransport } from "../../client/api-transport.js";
 import { apiErrorFor } from "../../client/errors.js";
 import type { HttpRequest, HttpResponse, StreamRequest, StreamResponse } from "../../client/transport.js";
 import { StatusError } from "./errors.js";
+import type { UserInfo } from "./rbac.js";
 import type { MemoryApiServer } from "./server.js";
 
 let servers = 0;
@@ -18,11 +19,17 @@ export class MemoryTransport implements ApiTransport {
   constructor(
     private readonly api: MemoryApiServer,
     private readonly userAgent: string,
+    /** Whom requests act as; undefined: the administrator. */
+    private readonly user?: UserInfo,
   ) {}
 
   async request(request: HttpRequest): Promise<HttpResponse> {
     try {
-      const response = await this.api.handle({ ...request, userAgent: this.userAgent });
+      const response = await this.api.handle({
+        ...request,
+        userAgent: this.userAgent,
+        ...(this.user ? { user: this.user } : {}),
+      });
       // A copy, as over the wire: the caller may change what it got.
       return { ...response, body: JSON.parse(JSON.stringify(response.body)) };
     } catch (error) {
@@ -32,7 +39,7 @@ export class MemoryTransport implements ApiTransport {
 
   async stream(request: StreamRequest): Promise<StreamResponse> {
     try {
-      return await this.api.stream(request);
+      return await this.api.stream(this.user ? { ...request, user: this.user } : request);
     } catch (error) {
       throw asApiError(error, request);
     }
