@@ -412,17 +412,34 @@ export class Controller<T extends KubeObject> {
           if (this.isEchoOfOwnWrite(typeKey, old, object, primaryType)) return;
           enqueue({ type: "updated", object, old }, initial);
         },
-        deleted: (object) => {
+        deleted: (object, { tombstone }) => {
+          const deleted = () => {
+            if (primaryType) this.lastKnown.set(objectKey(object), object as T);
+            this.expectations.observeDeleted(typeKey, objectKey(object));
+            enqueue({ type: "deleted", object }, false);
+          };
+          const shard = primaryType ? this.env?.shard : undefined;
+          if (!shard) return deleted();
           // Sharded, an object that left this replica's label selector moved away: not a deletion.
-          const moved = primaryType && this.env?.shard?.ownership(object) === "foreign";
-          if (moved) {
+          const moved = () => {
             this.handingOver.delete(objectKey(object));
             this.queue?.forget(objectKey(object));
+          };
+          if (shard.ownership(object) === "foreign") return moved();
+          // Gone from a relist, it shows its last state here, which still carries our label: it
+          // may have moved while the watch was down. Only the server can tell (if it cannot answer,
+          // the object is taken as moved: finalizers, not delete events, are how no deletion is missed).
+          if (tombstone) {
+            const { name = "", namespace } = object.metadata ?? {};
+            void this.requireEnv()
+              .client.get(this.spec.primary, name, namespace ? { namespace } : {})
+              .then(
+                (current) => (shard.ownership(current) === "own" ? deleted() : moved()),
+                (error: Error) => (error.name === "NotFound" ? deleted() : moved()),
+              );
             return;
           }
-          if (primaryType) this.lastKnown.set(objectKey(object), object as T);
-          this.expectations.observeDeleted(typeKey, objectKey(object));
-          enqueue({ type: "deleted", object }, false);
+          deleted();
         },
       }),
     );
