@@ -245,7 +245,9 @@ describe("nginx operator's generated config", () => {
     // The project's package.json ("kubeloop" section) says what to read.
     const check = spawnSync(process.execPath, [cli, "generate", "--check"], { cwd: root, encoding: "utf8" });
     expect(check.stderr).toBe("");
-    expect(check.stdout).toContain("config is up to date (1 CRD, RBAC, webhooks, manifests)");
+    expect(check.stdout).toContain(
+      "config is up to date (1 CRD, RBAC, webhooks, manifests, Helm chart, OLM bundle)",
+    );
     expect(check.status).toBe(0);
   });
 
