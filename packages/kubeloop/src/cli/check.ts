@@ -401,7 +401,9 @@ async function settle(
       throw new CliError(
         `the manager (src/main.ts) exited with code ${managerExit} during the check; run it with \`kubeloop run\` to see why`,
       );
-    made = [...(await inventory(client, types)).values()].filter((o) => !before.has(o.metadata?.uid ?? ""));
+    made = [...(await inventory(client, types)).values()].filter(
+      (o) => !before.has(o.metadata?.uid ?? "") && !writtenByKubernetes(o),
+    );
     if (made.length !== count) {
       count = made.length;
       stableSince = Date.now();
@@ -414,6 +416,20 @@ async function settle(
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   return made;
+}
+
+/** Kubernetes' own writers: what only they wrote (a namespace's kube-root-ca.crt) is not the operator's. */
+const KUBERNETES_MANAGERS = new Set([
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kube-apiserver",
+  "kubelet",
+  "kwok",
+]);
+
+function writtenByKubernetes(object: KubeObject): boolean {
+  const managers = (object.metadata?.managedFields ?? []).map((entry) => entry.manager ?? "");
+  return managers.length > 0 && managers.every((manager) => KUBERNETES_MANAGERS.has(manager));
 }
 
 async function allHaveStatus(client: Client, samples: KubeObject[]): Promise<boolean> {
