@@ -8,9 +8,9 @@ import { until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { RetryableError } from "../controller/result.js";
-import { ConfigMap } from "../k8s/index.js";
+import { ConfigMap, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
-import { Clusters, kubeconfigFiles } from "./clusters.js";
+import { Clusters, kubeconfigFiles, kubeconfigSecrets } from "./clusters.js";
 import { Manager } from "./manager.js";
 
 /**
@@ -27,7 +27,9 @@ let memberClients: Client[];
 let folder: string;
 
 beforeAll(async () => {
-  [hub, ...members] = await Promise.all([0, 1, 2].map(() => new ControlPlane().start()));
+  const planes = await Promise.all([0, 1, 2].map(() => new ControlPlane().start()));
+  hub = planes[0] as ControlPlane;
+  members = planes.slice(1);
   hubClient = await Client.connect({ kubeconfig: hub.kubeconfigPath });
   memberClients = await Promise.all(members.map((m) => Client.connect({ kubeconfig: m.kubeconfigPath })));
   await hubClient.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "hub" } });
@@ -196,4 +198,42 @@ describe("many clusters", () => {
       await clusters.stop();
     }
   }, 240_000);
+
+  it("engages clusters from Secrets holding kubeconfigs, and removes one when its Secret goes", async () => {
+    const logger = pino({ level: "silent" });
+    const clusters = new Clusters({ logger, healthIntervalMs: 500 });
+    await hubClient.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "fleet" } });
+    const secret = (name: string, i: number) => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name,
+        namespace: "fleet",
+        labels: { "sigs.k8s.io/multicluster-runtime-kubeconfig": "true" },
+      },
+      stringData: { kubeconfig: readFileSync(members[i]?.kubeconfigPath ?? "", "utf8") },
+    });
+    await hubClient.create(secret("east", 0));
+    await clusters.start(kubeconfigSecrets({ client: hubClient, namespace: "fleet" }));
+    try {
+      await until(() => clusters.list().some((c) => c.name === "east" && c.healthy), 30_000, "east");
+      await hubClient.create(secret("west", 1));
+      await until(() => clusters.list().some((c) => c.name === "west" && c.healthy), 30_000, "west");
+      // Each engaged cluster's client reaches its own API server.
+      const west = await clusters.get("west").client.get(ConfigMap, "site", { namespace: "default" });
+      expect(west.data?.v).toBe(await versionIn(memberClients[1] as Client));
+      await hubClient.delete(Secret, "east", { namespace: "fleet" });
+      await until(
+        () =>
+          clusters
+            .list()
+            .map((c) => c.name)
+            .join() === "west",
+        30_000,
+        "east to be removed",
+      );
+    } finally {
+      await clusters.stop();
+    }
+  }, 120_000);
 });
