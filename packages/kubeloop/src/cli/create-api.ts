@@ -3,7 +3,7 @@ import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { CliError } from "./errors.js";
 import { loadProject } from "./project.js";
-import { regenerate } from "./regenerate.js";
+import { kubeloopResolvesFrom, regenerate } from "./regenerate.js";
 import { apiFiles, WEBHOOK_PARTS, type WebhookPart } from "./scaffold/api.js";
 import { apiNames } from "./scaffold/names.js";
 import { INDEX_MODULES } from "./scaffold/project.js";
@@ -94,7 +94,7 @@ async function createApi(argv: string[]): Promise<number> {
     controllers: project.controllers ? undefined : INDEX_MODULES.controllers,
     webhooks: scaffold.exports.webhooks && !project.webhooks ? INDEX_MODULES.webhooks : undefined,
   });
-  if (existsSync(join(root, "node_modules", "kubeloop"))) {
+  if (kubeloopResolvesFrom(root)) {
     console.log("Generating config/ …");
     regenerate(root);
   } else {
