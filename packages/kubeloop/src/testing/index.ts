@@ -69,6 +69,7 @@ export {
   type ReconcileHarnessOptions,
   type ReconcileStep,
   type RecordedEvent,
+  type ServedMemoryApiServer,
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";

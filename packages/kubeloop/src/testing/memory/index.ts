@@ -5,5 +5,6 @@ export {
   type ReconcileStep,
   type RecordedEvent,
 } from "./harness.js";
+export type { ServedMemoryApiServer } from "./https.js";
 export { DEFAULT_HISTORY, MemoryApiServer, type MemoryApiServerOptions, type WebhookLike } from "./server.js";
 export { MemoryTransport } from "./transport.js";

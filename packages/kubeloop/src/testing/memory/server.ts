@@ -34,6 +34,7 @@ import {
   StatusError,
   unsupportedMediaType,
 } from "./errors.js";
+import { type ServedMemoryApiServer, serveOverHttps } from "./https.js";
 import {
   apiVersionOf,
   builtinKinds,
@@ -161,6 +162,14 @@ export class MemoryApiServer {
   }
 
   /**
+   * Serves this server on a loopback HTTPS port too, with a kubeconfig for it, so kubectl and other
+   * clients can be pointed at it (`kubectl --kubeconfig <kubeconfigPath> get …`). Close it when done.
+   */
+  serve(): Promise<ServedMemoryApiServer> {
+    return serveOverHttps(this);
+  }
+
+  /**
    * Puts an object in as test data, the way a controller elsewhere in the cluster would have
    * written it (a pod a Deployment's ReplicaSet made, with the status the kubelet reported): the
    * server fills in uid, creationTimestamp and resourceVersion, watches see it, but admission and
@@ -218,6 +227,11 @@ export class MemoryApiServer {
       await new Promise((resolve) => setImmediate(resolve));
     }
     throw new Error("MemoryApiServer.settled: a watch's reader did not catch up (is something blocking it?)");
+  }
+
+  /** How many watches are open (for tests that wait for a client to start watching). */
+  get watchCount(): number {
+    return this.watches.size;
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every watch that allows them. */
