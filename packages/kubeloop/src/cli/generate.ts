@@ -163,7 +163,8 @@ export async function generateCommand(argv: string[]): Promise<number> {
     for (const [file, written] of manifests) put(join("manager", file), written);
     // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
     put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
-    for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0)) put(file, written);
+    for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0, project?.runbooks))
+      put(file, written);
   }
   // Every file written goes to one of FOLDERS as .yaml: one read of those says what is stale and left over.
   const onDisk = new Map(

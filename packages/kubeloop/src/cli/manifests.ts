@@ -76,13 +76,19 @@ export function managerLabels(name: string): Record<string, string> {
 }
 
 /** The manifests of monitoring and the network policy (opt-in), for config/prometheus, grafana, network-policy. */
-export function optInManifests(name: string, namespace: string, webhooks: boolean): [string, object[]][] {
+export function optInManifests(
+  name: string,
+  namespace: string,
+  webhooks: boolean,
+  runbooks?: string,
+): [string, object[]][] {
   return monitoringManifests({
     name,
     namespace,
     labels: managerLabels(name),
     metricsPort: METRICS_PORT,
     ...(webhooks ? { webhookPort: WEBHOOK_PORT } : {}),
+    ...(runbooks ? { runbooks } : {}),
   });
 }
 

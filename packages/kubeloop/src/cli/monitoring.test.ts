@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -13,7 +13,7 @@ import { Manager } from "../manager/manager.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { PrometheusServer, promtool } from "../testing/prometheus.js";
 import { metricsReaderRole, metricsRoles } from "./manifests.js";
-import { alertRules, dashboard, RUNBOOK_BASE } from "./monitoring.js";
+import { alertRules, dashboard } from "./monitoring.js";
 
 // The alerts `kubeloop generate` writes, checked by Prometheus itself: promtool's checks, unit tests
 // that make each alert fire and not fire, and a real Prometheus scraping a running manager.
@@ -153,8 +153,19 @@ describe("generated alerts", () => {
     const check = promtool(["check", "rules", join(dir, "rules.yml")]);
     expect(check.code, check.stdout + check.stderr).toBe(0);
     expect(check.stdout).toContain(`SUCCESS: ${all.length} rules found`);
-    for (const rule of all)
-      expect(rule.annotations.runbook_url).toBe(`${RUNBOOK_BASE}#${rule.alert.toLowerCase()}`);
+    // Each alert's runbook is a section of docs/observability.md that its description names…
+    const guide = readFileSync(join(import.meta.dirname, "../../../../docs/observability.md"), "utf8");
+    for (const rule of all) {
+      expect(rule.annotations.runbook_url).toBeUndefined();
+      expect(rule.annotations.description).toContain(`docs/observability.md, section ${rule.alert}.`);
+      expect(guide).toContain(`\n### ${rule.alert}\n`);
+    }
+    // …and, where the project says where its runbooks are published, its runbook_url.
+    const linked = alertRules(OPERATOR, "https://runbooks.example.com/op").flatMap((group) => group.rules);
+    for (const rule of linked)
+      expect(rule.annotations.runbook_url).toBe(
+        `https://runbooks.example.com/op#${rule.alert.toLowerCase()}`,
+      );
     expect(CASES.map((c) => c.alert).sort()).toEqual(all.map((rule) => rule.alert).sort());
   });
 

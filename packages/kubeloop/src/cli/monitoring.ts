@@ -18,10 +18,14 @@ export interface MonitoringOptions {
   labels: Record<string, string>;
   metricsPort: number;
   webhookPort?: number;
+  /**
+   * The page holding the runbooks (`"kubeloop": { "runbooks": URL }`): each alert's `runbook_url`
+   * is that page with the alert's name, lower-cased, as its anchor. Without it, alerts carry no
+   * `runbook_url` (an address kubeloop guessed would send an on-call engineer nowhere) and their
+   * description names the section of kubeloop's docs/observability.md instead.
+   */
+  runbooks?: string;
 }
-
-/** Where each alert's runbook is: a section of docs/observability.md, by the alert's name. */
-export const RUNBOOK_BASE = "https://github.com/kubeloop/kubeloop/blob/main/docs/observability.md";
 
 export function metricsServiceName(name: string): string {
   return `${name}-metrics`;
@@ -33,7 +37,7 @@ export interface AlertRule {
   expr: string;
   for: string;
   labels: { severity: "warning" | "critical" };
-  annotations: { summary: string; description: string; runbook_url: string };
+  annotations: { summary: string; description: string; runbook_url?: string };
 }
 
 /**
@@ -41,7 +45,7 @@ export interface AlertRule {
  * ServiceMonitor scrapes names the job). Thresholds are the defaults of controller-runtime
  * operators' common rules; edit a copy if yours differ.
  */
-export function alertRules(name: string): { name: string; rules: AlertRule[] }[] {
+export function alertRules(name: string, runbooks?: string): { name: string; rules: AlertRule[] }[] {
   const job = `job="${metricsServiceName(name)}"`;
   const rule = (
     alert: string,
@@ -55,7 +59,12 @@ export function alertRules(name: string): { name: string; rules: AlertRule[] }[]
     expr,
     for: forDuration,
     labels: { severity },
-    annotations: { summary, description, runbook_url: `${RUNBOOK_BASE}#${alert.toLowerCase()}` },
+    annotations: runbooks
+      ? { summary, description, runbook_url: `${runbooks}#${alert.toLowerCase()}` }
+      : {
+          summary,
+          description: `${description} Runbook: kubeloop's docs/observability.md, section ${alert}.`,
+        },
   });
   return [
     {
@@ -169,7 +178,7 @@ export function monitoringManifests(options: MonitoringOptions): [string, object
           apiVersion: "monitoring.coreos.com/v1",
           kind: "PrometheusRule",
           metadata: { name: `${name}-alerts`, namespace, labels },
-          spec: { groups: alertRules(name) },
+          spec: { groups: alertRules(name, options.runbooks) },
         },
       ],
     ],

@@ -41,6 +41,8 @@ export interface Project {
   config: string;
   /** The OLM capability level the bundle claims (default `Basic Install`; see docs/shipping.md). */
   capabilities?: string;
+  /** The page of the operator's runbooks, linked from each generated alert (see docs/observability.md). */
+  runbooks?: string;
 }
 
 interface ProjectSection {
@@ -54,6 +56,7 @@ interface ProjectSection {
   namespaces?: string[];
   config?: string;
   capabilities?: string;
+  runbooks?: string;
 }
 
 const FIELDS = new Set([
@@ -67,6 +70,7 @@ const FIELDS = new Set([
   "namespaces",
   "config",
   "capabilities",
+  "runbooks",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -111,6 +115,7 @@ export function loadProject(cwd: string = process.cwd()): Project {
     ...optional("namespaces", section.namespaces),
     config: resolve(root, section.config ?? "config"),
     ...optional("capabilities", section.capabilities),
+    ...optional("runbooks", section.runbooks),
   };
 }
 
