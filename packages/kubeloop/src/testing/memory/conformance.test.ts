@@ -243,6 +243,35 @@ const KINDS: KindCase[] = [
     status: true,
   },
   {
+    label: "Lease",
+    type: { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+    make: (ns, name, v = 0) =>
+      ({
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name, namespace: ns, labels: labels(v) },
+        spec: { holderIdentity: "one", leaseDurationSeconds: 15 },
+      }) as KubeObject,
+    change: (o) => ({ ...o, spec: { holderIdentity: "two", leaseDurationSeconds: 15 } }) as KubeObject,
+    mergePatch: { spec: { holderIdentity: "three" } },
+    strategic: true,
+    status: false,
+  },
+  {
+    label: "ServiceAccount",
+    type: { apiVersion: "v1", kind: "ServiceAccount" },
+    make: (ns, name, v = 0) =>
+      ({
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name, namespace: ns, labels: labels(v) },
+      }) as KubeObject,
+    change: (o) => ({ ...o, automountServiceAccountToken: false }) as KubeObject,
+    mergePatch: { automountServiceAccountToken: true },
+    strategic: true,
+    status: false,
+  },
+  {
     label: "Widget (custom resource)",
     type: { apiVersion: Widget.apiVersion, kind: "Widget" },
     make: (ns, name, v = 0) =>

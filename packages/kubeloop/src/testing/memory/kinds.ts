@@ -38,6 +38,10 @@ export interface KindInfo {
    * reads and watches work, and tests put objects in with `MemoryApiServer.seed`.
    */
   seedOnly?: string;
+  /** PUT of a missing object creates it (kube-apiserver's AllowCreateOnUpdate: leases, events, …). */
+  createOnUpdate?: boolean;
+  /** DELETE answers with the deleted object rather than a Status (ReturnDeletedObject). */
+  deleteReturnsObject?: boolean;
   /** Set for custom resources: the version objects are stored in (requests in others are refused). */
   storageVersion?: string;
 }
@@ -49,7 +53,7 @@ type Builtin = Omit<
   KindInfo,
   "singular" | "unconditionalUpdate" | "selectableFields" | "status" | "generation"
 > &
-  Partial<Pick<KindInfo, "selectableFields" | "status" | "generation">>;
+  Partial<Pick<KindInfo, "selectableFields" | "status" | "generation" | "unconditionalUpdate">>;
 
 const BUILTINS: Builtin[] = [
   {
@@ -85,6 +89,7 @@ const BUILTINS: Builtin[] = [
     resource: "serviceaccounts",
     namespaced: true,
     shortNames: ["sa"],
+    deleteReturnsObject: true,
   },
   {
     group: "",
@@ -150,7 +155,15 @@ const BUILTINS: Builtin[] = [
     seedOnly:
       "writes of pods (the ServiceAccount, DefaultTolerationSeconds and Priority admission plugins and the pod defaults they depend on)",
   },
-  { group: "coordination.k8s.io", version: "v1", kind: "Lease", resource: "leases", namespaced: true },
+  {
+    group: "coordination.k8s.io",
+    version: "v1",
+    kind: "Lease",
+    resource: "leases",
+    namespaced: true,
+    unconditionalUpdate: false,
+    createOnUpdate: true,
+  },
   {
     group: "apps",
     version: "v1",

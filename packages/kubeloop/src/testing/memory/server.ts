@@ -843,7 +843,10 @@ export class MemoryApiServer {
       throw badRequest(
         `the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`,
       );
-    if (!current) throw notFound(kind.group, kind.resource, name);
+    if (!current) {
+      if (!kind.createOnUpdate) throw notFound(kind.group, kind.resource, name);
+      return this.create(route, { ...body, metadata: { ...body.metadata, name } }, manager);
+    }
     const rv = body.metadata?.resourceVersion;
     if (!rv && !kind.unconditionalUpdate)
       throw invalid(
@@ -858,7 +861,7 @@ export class MemoryApiServer {
           },
         ],
         1,
-        `${kind.resource}.${kind.group}`,
+        kind.group ? `${kind.resource}.${kind.group}` : kind.resource,
       );
     if (rv && rv !== current.metadata.resourceVersion)
       throw conflict(kind.group, kind.resource, name, STALE_OBJECT);
@@ -1100,6 +1103,7 @@ export class MemoryApiServer {
     this.bucket(kind).delete(key);
     this.record(kind, "DELETED", object, old);
     this.afterDelete(kind, object);
+    if (kind.deleteReturnsObject) return this.output(kind, object);
     return {
       kind: "Status",
       apiVersion: "v1",
