@@ -56,63 +56,71 @@ const connectionLimitSpec = Type.Object(
   { description: "Let the operator set the connection limit from the observed peak, within bounds." },
 );
 
-export const SampleDBSpec = Type.Object({
-  server: serverRef,
-  databaseName: Type.Optional(
-    Type.String({
-      pattern: IDENTIFIER,
-      description:
-        "The database's name on the server. Default: the object's name with '-' as '_'. Immutable.",
-      "x-kubernetes-validations": immutable("databaseName"),
-    }),
-  ),
-  owner: Type.Optional(
-    Type.String({
-      pattern: IDENTIFIER,
-      description: "The role that owns the database; the app logs in as it. Default: <databaseName>_owner.",
-    }),
-  ),
-  extensions: Type.Optional(
-    Type.Array(Type.String({ pattern: IDENTIFIER }), {
-      description: "Extensions to create in the database (e.g. pgcrypto, hstore).",
-      "x-kubernetes-list-type": "set",
-    }),
-  ),
-  connectionLimit: Type.Integer({
-    minimum: -1,
-    default: -1,
-    description: "The most concurrent connections to the database; -1: no limit.",
-  }),
-  autoConnectionLimit: Type.Optional(connectionLimitSpec),
-  passwordRotation: Type.Optional(
-    Type.String({
-      description:
-        "Change this (e.g. to the current time) to rotate the owner's password: the role and the Secret are updated together.",
-    }),
-  ),
-  backup: Type.Optional(backupSpec),
-  restoreFrom: Type.Optional(
-    Type.Object(
-      { backup: Type.String({ minLength: 1, description: "A completed SampleDBBackup in this namespace." }) },
-      {
-        description: "Start the new database from a backup (only when it is created).",
-        "x-kubernetes-validations": immutable("restoreFrom"),
-      },
+export const SampleDBSpec = Type.Object(
+  {
+    server: serverRef,
+    databaseName: Type.Optional(
+      Type.String({
+        pattern: IDENTIFIER,
+        description:
+          "The database's name on the server. Default: the object's name with '-' as '_'. Immutable.",
+        "x-kubernetes-validations": immutable("databaseName"),
+      }),
     ),
-  ),
-  deletionPolicy: Type.Union([Type.Literal("Snapshot"), Type.Literal("Delete"), Type.Literal("Retain")], {
-    default: "Snapshot",
-    description:
-      "What deleting the SampleDB does: Snapshot takes a final backup, then drops the database; Delete drops it; Retain leaves it on the server.",
-  }),
-});
+    owner: Type.Optional(
+      Type.String({
+        pattern: IDENTIFIER,
+        description: "The role that owns the database; the app logs in as it. Default: <databaseName>_owner.",
+      }),
+    ),
+    extensions: Type.Optional(
+      Type.Array(Type.String({ pattern: IDENTIFIER }), {
+        description: "Extensions to create in the database (e.g. pgcrypto, hstore).",
+        "x-kubernetes-list-type": "set",
+      }),
+    ),
+    connectionLimit: Type.Integer({
+      minimum: -1,
+      default: -1,
+      description: "The most concurrent connections to the database; -1: no limit.",
+    }),
+    autoConnectionLimit: Type.Optional(connectionLimitSpec),
+    passwordRotation: Type.Optional(
+      Type.String({
+        description:
+          "Change this (e.g. to the current time) to rotate the owner's password: the role and the Secret are updated together.",
+      }),
+    ),
+    backup: Type.Optional(backupSpec),
+    restoreFrom: Type.Optional(
+      Type.Object(
+        {
+          backup: Type.String({ minLength: 1, description: "A completed SampleDBBackup in this namespace." }),
+        },
+        {
+          description: "Start the new database from a backup (only when it is created).",
+          "x-kubernetes-validations": immutable("restoreFrom"),
+        },
+      ),
+    ),
+    deletionPolicy: Type.Union([Type.Literal("Snapshot"), Type.Literal("Delete"), Type.Literal("Retain")], {
+      default: "Snapshot",
+      description:
+        "What deleting the SampleDB does: Snapshot takes a final backup, then drops the database; Delete drops it; Retain leaves it on the server.",
+    }),
+  },
+  { description: "The database the operator keeps on the server, and how it is backed up and deleted." },
+);
 
-const lastBackup = Type.Object({
-  name: Type.String(),
-  completedAt: Type.String({ format: "date-time" }),
-  sizeBytes: Type.Optional(Type.Integer({ format: "int64" })),
-  durationSeconds: Type.Optional(Type.Number()),
-});
+const lastBackup = Type.Object(
+  {
+    name: Type.String({ description: "The SampleDBBackup." }),
+    completedAt: Type.String({ format: "date-time", description: "When its dump completed." }),
+    sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The dump file's size." })),
+    durationSeconds: Type.Optional(Type.Number({ description: "How long the dump took." })),
+  },
+  { description: "The latest completed backup: what a recovery restores from." },
+);
 
 export const SampleDBStatus = Type.Object(
   {
@@ -136,12 +144,14 @@ export const SampleDBStatus = Type.Object(
     restore: Type.Optional(
       Type.Object(
         {
-          backup: Type.String(),
+          backup: Type.String({ description: "The SampleDBBackup being restored." }),
           phase: Type.String({ description: "Running or Completed." }),
           reason: Type.Optional(
             Type.String({ description: "Requested (restoreFrom) or Recovery (dropped out of band)." }),
           ),
-          startedAt: Type.Optional(Type.String({ format: "date-time" })),
+          startedAt: Type.Optional(
+            Type.String({ format: "date-time", description: "When the restore began." }),
+          ),
         },
         { description: "A restore in progress or done: a restarted operator resumes it from here." },
       ),
@@ -162,12 +172,15 @@ export const SampleDBStatus = Type.Object(
       Type.String({ format: "date-time", description: "The schedule slot of the last scheduled backup." }),
     ),
     lastVerification: Type.Optional(
-      Type.Object({
-        backup: Type.String(),
-        slot: Type.String({ format: "date-time" }),
-        result: Type.String({ description: "Passed or Failed." }),
-        message: Type.Optional(Type.String()),
-      }),
+      Type.Object(
+        {
+          backup: Type.String({ description: "The SampleDBBackup restored into a scratch database." }),
+          slot: Type.String({ format: "date-time", description: "The verification schedule's slot." }),
+          result: Type.String({ description: "Passed or Failed." }),
+          message: Type.Optional(Type.String({ description: "Why it failed." })),
+        },
+        { description: "The latest scheduled verification of a backup." },
+      ),
     ),
     deletion: Type.Optional(
       Type.Object(
@@ -206,13 +219,16 @@ export const SampleDB = defineResource({
   ],
 });
 
-export const SampleDBBackupSpec = Type.Object({
-  database: Type.String({
-    minLength: 1,
-    description: "The SampleDB to back up (in this namespace).",
-    "x-kubernetes-validations": immutable("database"),
-  }),
-});
+export const SampleDBBackupSpec = Type.Object(
+  {
+    database: Type.String({
+      minLength: 1,
+      description: "The SampleDB to back up (in this namespace).",
+      "x-kubernetes-validations": immutable("database"),
+    }),
+  },
+  { description: "The SampleDB this backup is of." },
+);
 
 export const SampleDBBackupStatus = Type.Object(
   {
@@ -222,18 +238,18 @@ export const SampleDBBackupStatus = Type.Object(
       Type.String({ description: "The file in the backup store (pg_dump custom format)." }),
     ),
     databaseName: Type.Optional(Type.String({ description: "The database that was dumped." })),
-    sizeBytes: Type.Optional(Type.Integer({ format: "int64" })),
+    sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The file's size." })),
     sha256: Type.Optional(Type.String({ description: "The file's SHA-256, checked before every restore." })),
-    durationSeconds: Type.Optional(Type.Number()),
+    durationSeconds: Type.Optional(Type.Number({ description: "How long pg_dump took." })),
     postgresVersion: Type.Optional(
       Type.String({ description: "The server's version at the time of the dump." }),
     ),
-    startedAt: Type.Optional(Type.String({ format: "date-time" })),
-    completedAt: Type.Optional(Type.String({ format: "date-time" })),
+    startedAt: Type.Optional(Type.String({ format: "date-time", description: "When the dump began." })),
+    completedAt: Type.Optional(Type.String({ format: "date-time", description: "When the dump completed." })),
     attempts: Type.Optional(
       Type.Integer({ description: "Dumps started (a restarted operator starts again)." }),
     ),
-    message: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String({ description: "Why the backup failed." })),
     conditions: Type.Optional(Conditions()),
   },
   { description: "The observed state, written by the operator." },

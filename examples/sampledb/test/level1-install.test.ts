@@ -167,4 +167,14 @@ describe("generated manifests", () => {
     });
     expect(result.status, result.stdout + result.stderr).toBe(0);
   });
+
+  it("pass kubeloop check: every CRD field described, spec and status apart, no wildcard RBAC", () => {
+    const cli = join(import.meta.dirname, "..", "..", "..", "packages", "kubeloop", "dist", "cli", "main.js");
+    const result = spawnSync(process.execPath, [cli, "check"], {
+      cwd: join(import.meta.dirname, ".."),
+      encoding: "utf8",
+    });
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain("pass  crd-descriptions");
+  });
 });
