@@ -99,6 +99,30 @@ describe("defineResource", () => {
     expect((bare as WidgetObject).spec).toEqual({ count: 1, mode: "safe" });
   });
 
+  it("requires no field that has a default, so clients checking the published schema accept what the server does", async () => {
+    const schema = toStructuralSchema(
+      Type.Object({ count: Type.Integer({ default: 1 }), name: Type.String() }) as never,
+    );
+    expect(schema.required).toEqual(["name"]);
+    // kubectl validates against the schema the server publishes (OpenAPI v3), before sending.
+    const manifest = JSON.stringify({
+      apiVersion: Widget.apiVersion,
+      kind: "List",
+      items: [
+        {
+          apiVersion: Widget.apiVersion,
+          kind: Widget.kind,
+          metadata: { name: "listed", namespace: "default" },
+        },
+      ],
+    });
+    const applied = await kubectl(["apply", "--validate=true", "-f", "-"], {
+      kubeconfig: plane.kubeconfigPath,
+      input: manifest,
+    });
+    expect(applied.code, applied.stderr).toBe(0);
+  });
+
   it("accepts what the schema allows: maps, sets, int-or-string, null", async () => {
     const created = await client.create(
       widget({

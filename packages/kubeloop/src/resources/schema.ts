@@ -10,7 +10,7 @@
  * | `Type.Union` of literals, `Type.Enum` | `type` + `enum` |
  * | `Type.Union([X, Type.Null()])` | X with `nullable: true` |
  * | `Type.Record(Type.String(), X)` | `type: object` + `additionalProperties: X` (a map) |
- * | `Type.Optional` | left out of `required` |
+ * | `Type.Optional`, or a `default` | left out of `required` (the server fills a default in before validating) |
  * | `default`, `description`, `x-kubernetes-*` (CEL validations, list types, int-or-string, embedded resources, preserve-unknown-fields) | kept as they are |
  */
 
@@ -67,7 +67,12 @@ export function toStructuralSchema(schema: JsonSchema, path = "spec"): JsonSchem
       }
       result.properties = properties;
     } else if (key === "required") {
-      if ((value as string[]).length > 0) result.required = value;
+      // A field with a default is not required of the writer: the API server fills it in before
+      // validating. Listing it would make clients that validate against the published schema
+      // (kubectl's client-side check, editors, OLM's form) refuse what the server accepts.
+      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+      const required = (value as string[]).filter((name) => properties[name]?.default === undefined);
+      if (required.length > 0) result.required = required;
     } else if (key === "items") {
       result.items = toStructuralSchema(value as JsonSchema, `${path}[*]`);
     } else if (key === "patternProperties") {
