@@ -245,6 +245,14 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
     .filter((e) => e.fields.size > 0)
     .map((entry) => {
       if (entry.raw && !entry.dirty) return entry.raw;
+      // The same fields as the entry read (an apply of the same configuration): its tree still holds.
+      const known = entry.raw && parsedFields.get(entry.raw);
+      if (entry.raw && known?.size === entry.fields.size && [...entry.fields].every((f) => known.has(f))) {
+        if (entry.raw.time === entry.time) return entry.raw;
+        const retimed = { ...entry.raw, time: entry.time };
+        parsedFields.set(retimed, known);
+        return retimed;
+      }
       const tree: Obj = {};
       for (const path of [...entry.fields].sort()) {
         let node = tree;
@@ -356,6 +364,8 @@ export function serverSideApply(input: ApplyInput): Obj {
     time: input.now,
     ...(input.subresource ? { subresource: input.subresource } : {}),
     fields: applied,
+    // Compared with the previous apply's fields when written: the same set keeps its tree.
+    ...(previous?.raw ? { raw: previous.raw, dirty: true } : {}),
   };
   const next = previous ? entries.map((e) => (e === previous ? entry : e)) : [...entries, entry];
   result.metadata = { ...((result.metadata as Obj) ?? {}), managedFields: writeManaged(next) };

@@ -1,6 +1,7 @@
 import type { ApiTransport } from "../../client/api-transport.js";
 import { apiErrorFor } from "../../client/errors.js";
 import type { HttpRequest, HttpResponse, StreamRequest, StreamResponse } from "../../client/transport.js";
+import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
 import type { UserInfo } from "./rbac.js";
 import type { MemoryApiServer } from "./server.js";
@@ -31,7 +32,7 @@ export class MemoryTransport implements ApiTransport {
         ...(this.user ? { user: this.user } : {}),
       });
       // A copy, as over the wire: the caller may change what it got.
-      return { ...response, body: JSON.parse(JSON.stringify(response.body)) };
+      return { ...response, body: clone(response.body) };
     } catch (error) {
       throw asApiError(error, request);
     }
