@@ -253,19 +253,24 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
         parsedFields.set(retimed, known);
         return retimed;
       }
+      // Sorted once at the end (sortTree), as the server writes fieldsV1.
       const tree: Obj = {};
-      for (const path of [...entry.fields].sort()) {
+      const owned: Obj[] = [];
+      for (const path of entry.fields) {
         let node = tree;
         for (const segment of path.split(SEP)) {
-          node[segment] ??= {};
-          node = node[segment] as Obj;
+          let child = node[segment] as Obj | undefined;
+          if (!child) {
+            child = {};
+            node[segment] = child;
+          }
+          node = child;
         }
+        owned.push(node);
       }
-      for (const path of entry.fields) {
-        const node = path.split(SEP).reduce<Obj>((n, s) => n[s] as Obj, tree);
-        if (Object.keys(node).length > 0 && !("." in node)) node["."] = {};
-      }
-      return {
+      // A node owned itself that also has owned children is marked ".".
+      for (const node of owned) if (!("." in node) && Object.keys(node).length > 0) node["."] = {};
+      const written: Obj = {
         manager: entry.manager,
         operation: entry.operation,
         apiVersion: entry.apiVersion,
@@ -274,6 +279,9 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
         fieldsV1: sortTree(tree),
         ...(entry.subresource ? { subresource: entry.subresource } : {}),
       };
+      // The next write reads it back: no need to walk the tree again.
+      parsedFields.set(written, new Set(entry.fields));
+      return written;
     });
 }
 
