@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resourceType } from "../../client/types.js";
+import { type KubeObject, resourceType } from "../../client/types.js";
 import { kubectl } from "../kubectl.js";
 import type { ServedMemoryApiServer } from "./https.js";
 import { MemoryApiServer } from "./server.js";
@@ -45,7 +45,7 @@ describe("MemoryApiServer over HTTPS", () => {
     expect(applied.code, applied.stderr).toBe(0);
     const object = await server
       .client()
-      .get(resourceType<{ data?: Record<string, string> }>("v1", "ConfigMap"), "settings", {
+      .get(resourceType<KubeObject & { data?: Record<string, string> }>("v1", "ConfigMap"), "settings", {
         namespace: "default",
       });
     expect(object.data).toEqual({ color: "red" });
