@@ -105,7 +105,9 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
       const desired =
         owned && child !== (object as KubeObject) ? withOwner(child, object, deps.primaryType) : child;
       // A controller owns its children's fields outright: force takes them back from a human's edit.
-      const written = await client.apply(desired, { fieldManager: controller, force: true, ...applyOptions });
+      const written = await deps.expectations.writingObject(desired, () =>
+        client.apply(desired, { fieldManager: controller, force: true, ...applyOptions }),
+      );
       deps.expectations.expect(key, written);
       return written;
     },

@@ -343,8 +343,9 @@ describe("Controller", () => {
     );
     await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owner", namespace: ns } });
     await sleep(2_000);
-    // The ConfigMap's creation, the Secret's (an `added` event always wakes the owner), and a few
-    // more when an echo outruns the apply's response; not an endless loop (hundreds a second).
-    expect(runs).toBeLessThan(20);
+    // The ConfigMap's creation and the Secret's (an `added` event always wakes the owner); an echo
+    // that outruns the apply's response is held until the response names its version, so a loaded
+    // machine does not turn each apply into the next reconcile's trigger.
+    expect(runs).toBeLessThanOrEqual(3);
   });
 });

@@ -410,7 +410,11 @@ export class Controller<T extends KubeObject> {
         added: (object, { initial }) => enqueue({ type: "added", object }, initial),
         updated: (old, object, { initial }) => {
           if (this.isEchoOfOwnWrite(typeKey, old, object, primaryType)) return;
-          enqueue({ type: "updated", object, old }, initial);
+          const wake = () => enqueue({ type: "updated", object, old }, initial);
+          // Our apply of this object is still waiting for its response: this may be its echo.
+          const version = object.metadata?.resourceVersion;
+          if (this.expectations.holdIfWriting(typeKey, objectKey(object), version, wake)) return;
+          wake();
         },
         deleted: (object, { tombstone }) => {
           const deleted = () => {

@@ -17,6 +17,11 @@ import { type KubeObject, objectKey } from "../client/types.js";
  * version by then), so expectations do not pile up for keys that are not reconciled again.
  */
 
+interface Held {
+  resourceVersion: string | undefined;
+  wake: () => void;
+}
+
 interface Expectation {
   typeKey: string;
   objectKey: string;
@@ -54,6 +59,50 @@ export class Expectations {
 
   isWriting(reconcileKey: string): boolean {
     return this.inFlight.has(reconcileKey);
+  }
+
+  /** Object (`type object`) → the writes of it under way, and the watch events held until they end. */
+  private readonly applying = new Map<string, { writes: number; held: Held[] }>();
+
+  /**
+   * Marks a write of a child (apply) as under way. Its echo can arrive before the response that
+   * tells us the new resourceVersion; {@link holdIfWriting} keeps such an event until the write
+   * ends, then lets it through only if it is not the version we wrote. Without this, a loaded
+   * machine (echo before response, every time) turns each reconcile's apply into the next one's
+   * trigger.
+   */
+  async writingObject<R extends KubeObject>(written: KubeObject, write: () => Promise<R>): Promise<R> {
+    const id = objectId(typeKeyOf(written.apiVersion ?? "", written.kind ?? ""), objectKey(written));
+    const entry = this.applying.get(id) ?? { writes: 0, held: [] };
+    entry.writes++;
+    this.applying.set(id, entry);
+    let result: R | undefined;
+    try {
+      result = await write();
+      return result;
+    } finally {
+      if (--entry.writes === 0) {
+        this.applying.delete(id);
+        const version = result?.metadata?.resourceVersion;
+        for (const held of entry.held) if (held.resourceVersion !== version) held.wake();
+      }
+    }
+  }
+
+  /**
+   * True when a write of this object is under way: the event is held and `wake` runs once the
+   * write ends, unless the event was its echo. False when nothing is being written: decide now.
+   */
+  holdIfWriting(
+    typeKey: string,
+    objectKey: string,
+    resourceVersion: string | undefined,
+    wake: () => void,
+  ): boolean {
+    const entry = this.applying.get(objectId(typeKey, objectKey));
+    if (!entry) return false;
+    entry.held.push({ resourceVersion, wake });
+    return true;
   }
 
   constructor(private readonly now: () => number = Date.now) {}
