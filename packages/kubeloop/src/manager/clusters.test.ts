@@ -116,13 +116,15 @@ describe("many clusters", () => {
       probes: false,
       metrics: false,
       handleSignals: false,
-    }).add(fanOut);
+    })
+      .add(fanOut)
+      .addClusters(clusters, kubeconfigFiles(folder, 200));
     copyFileSync(members[0]?.kubeconfigPath ?? "", memberFile(0));
     copyFileSync(members[1]?.kubeconfigPath ?? "", memberFile(1));
-    await clusters.start(kubeconfigFiles(folder, 200));
     const running = manager.start();
     try {
       await manager.ready;
+      await until(() => clusters.list().length === 2, 30_000, "both members engaged");
       expect(
         clusters
           .list()
@@ -195,8 +197,8 @@ describe("many clusters", () => {
     } finally {
       await manager.stop();
       await running;
-      await clusters.stop();
     }
+    expect(clusters.list()).toEqual([]); // stopped with the manager
   }, 240_000);
 
   it("engages clusters from Secrets holding kubeconfigs, and removes one when its Secret goes", async () => {

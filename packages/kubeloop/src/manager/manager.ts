@@ -13,6 +13,7 @@ import { EventRecorder } from "../resources/events.js";
 import { CertificateFolder, selfSignedCertificate } from "../util/tls.js";
 import type { WebhookDefinition } from "../webhook/define-webhooks.js";
 import { DEFAULT_WEBHOOK_PORT, WebhookServer, type WebhookServerOptions } from "../webhook/server.js";
+import type { ClusterProvider, Clusters } from "./clusters.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
@@ -183,6 +184,7 @@ export class Manager {
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
   private shardingInstance: Sharding | undefined;
+  private readonly clusterSets: { clusters: Clusters; provider: ClusterProvider }[] = [];
   /**
    * `sharding`, else `$SHARDING_RING` (what `kubeloop generate --sharding` deploys) when leader
    * election is not asked for; the shard id is then `$POD_NAME`.
@@ -273,6 +275,16 @@ export class Manager {
       );
     }
     this.controllers.push(controller as unknown as Controller<KubeObject>);
+    return this;
+  }
+
+  /**
+   * Runs `clusters` (its per-cluster controllers, caches and health probes) with the controllers:
+   * engaged from `provider` when they start (as leader, if elected), stopped before the Lease is
+   * released. See `clusters.ts`.
+   */
+  addClusters(clusters: Clusters, provider: ClusterProvider): this {
+    this.clusterSets.push({ clusters, provider });
     return this;
   }
 
@@ -545,6 +557,7 @@ export class Manager {
     if (this.controllersStarted || this.stopping) return;
     this.controllersStarted = true;
     for (const controller of this.controllers) controller.start();
+    for (const { clusters, provider } of this.clusterSets) void clusters.start(provider);
     this.logger.info({ controllers: this.controllers.map((c) => c.name) }, "controllers started");
     this.resolveReady();
   }
@@ -565,6 +578,7 @@ export class Manager {
     this.logger.info("shutting down");
     const grace = this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
     await Promise.all(this.controllers.map((c) => c.stop(grace)));
+    await Promise.all(this.clusterSets.map(({ clusters }) => clusters.stop()));
     await this.elector?.stop();
     await this.shardingInstance?.stop();
     await this.registryInstance?.stopAll();
