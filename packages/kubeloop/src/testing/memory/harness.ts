@@ -22,6 +22,12 @@ export interface ReconcileStep {
   result: "success" | "error" | "requeue_after" | "terminal" | "skipped";
 }
 
+/**
+ * The controller's logger: silent, and writing nowhere (a pino logger per harness on stdout would
+ * open a stream and fsync it, which costs more than a whole reconcile test).
+ */
+const SILENT = pino({ level: "silent" }, { write: () => undefined });
+
 export interface ReconcileHarnessOptions extends MemoryApiServerOptions {
   /** The server to run against (default: a new one with these options). */
   server?: MemoryApiServer;
@@ -89,7 +95,7 @@ export class ReconcileHarness<T extends KubeObject> {
       activeWorkers: () => undefined,
       maxConcurrent: () => undefined,
     };
-    copy.prepare({ client, registry, logger: pino({ level: "silent" }), events, metrics });
+    copy.prepare({ client, registry, logger: SILENT, events, metrics });
     harness = new ReconcileHarness(server, client, clock, copy, registry);
     await registry.waitForSync();
     await harness.settle();

@@ -337,9 +337,12 @@ export class MemoryApiServer {
       throw new NotEmulated(
         "the legacy discovery documents (ask for aggregated discovery, apidiscovery.k8s.io/v2)",
       );
-    const documents = discoveryDocuments([...this.kinds.values()]);
-    return ok(path === "/api" ? documents.core : documents.groups);
+    this.discoveryCache ??= discoveryDocuments([...this.kinds.values()]);
+    return ok(path === "/api" ? this.discoveryCache.core : this.discoveryCache.groups);
   }
+
+  /** The discovery documents, built once per set of kinds (every new client reads them). */
+  private discoveryCache: { core: object; groups: object } | undefined;
 
   private route(path: string): Route {
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -648,6 +651,7 @@ export class MemoryApiServer {
   }
 
   private addKind(kind: KindInfo): void {
+    this.discoveryCache = undefined;
     this.kinds.set(`${apiVersionOf(kind)}/${kind.kind}`, kind);
     const key = `${kind.group}/${kind.resource}`;
     this.byResource.set(key, [
@@ -1154,6 +1158,7 @@ export class MemoryApiServer {
 
   private afterDelete(kind: KindInfo, object: Obj): void {
     if (kind.kind === "CustomResourceDefinition" && kind.group === "apiextensions.k8s.io") {
+      this.discoveryCache = undefined;
       for (const [key, k] of this.kinds) if (k.crd === object.metadata.name) this.kinds.delete(key);
       for (const [key, list] of this.byResource) {
         const rest = list.filter((k) => k.crd !== object.metadata.name);
