@@ -27,6 +27,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startEnvironment({
   widgets,
   replicas = 2,
+  leaderElection = true,
   namespace = "chaos",
   log = () => {},
   onStats,
@@ -36,6 +37,7 @@ export async function startEnvironment({
     apiServerArgs: [`--watch-cache-sizes=${WIDGETS_RESOURCE}#0`],
   }).start();
   const env = new Environment(plane, namespace, log, onStats);
+  env.leaderElection = leaderElection;
   // Interrupted (Ctrl-C, kill): stop the replicas and the control plane before leaving.
   env.onSignal = () => {
     env.stop().finally(() => process.exit(130));
@@ -430,7 +432,12 @@ class Replica {
       process.execPath,
       ["--disable-warning=ExperimentalWarning", join(here, "operator.ts")],
       {
-        env: { ...process.env, KUBECONFIG: this.env.kubeconfig, REPLICA: this.name },
+        env: {
+          ...process.env,
+          KUBECONFIG: this.env.kubeconfig,
+          REPLICA: this.name,
+          LEADER_ELECTION: String(this.env.leaderElection),
+        },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -487,7 +494,13 @@ class Replica {
         open.delete(key);
       }
     } else if (text === "LEADING") this.leading = true;
-    else if (kind === "S") this.env.onStats?.(JSON.parse(text.slice(2)));
+    else if (kind === "S") {
+      const sample = JSON.parse(text.slice(2));
+      // When the client found a dead connection (its pool replaced), to the second.
+      if (sample.poolReplacements > (this.poolReplacements ?? 0)) this.poolReplacedAt = performance.now();
+      this.poolReplacements = sample.poolReplacements;
+      this.env.onStats?.({ ...sample, incarnation: this.starts });
+    }
   }
 
   /** SIGKILL: no shutdown, no Lease release, reconciles cut wherever they are. */

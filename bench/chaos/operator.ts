@@ -1,7 +1,7 @@
 // The operator under fault: the Widget operator (one owned ConfigMap with spec.data, then
 // observedGeneration and Ready), with leader election, as a user would write it with the public API.
 // Run by the chaos suite and the soak through a supervisor, one process per replica.
-// Env: KUBECONFIG, REPLICA (its name), CONCURRENCY (default 4).
+// Env: KUBECONFIG, REPLICA (its name), CONCURRENCY (default 4), LEADER_ELECTION=false (one replica).
 // Prints, for the suite's checkers: `B <key> <ms>` and `E <key> <ms> <generation>` around every
 // reconcile (wall-clock ms, comparable across processes on one machine), `LEADING` once leading, and
 // `S <json>` every second (heap, RSS, open handles and sockets, informer store sizes).
@@ -61,7 +61,8 @@ const manager = new Manager({
   metrics: false,
   probes: false,
   logger: pino({ level: process.env.LOG_LEVEL ?? "warn" }, pino.destination(2)),
-  leaderElection: { id: "widget-operator", namespace: "default" },
+  leaderElection:
+    process.env.LEADER_ELECTION === "false" ? false : { id: "widget-operator", namespace: "default" },
 });
 manager.add(widgets);
 const running = manager.start();
@@ -75,6 +76,7 @@ setInterval(() => {
   const resources = process.getActiveResourcesInfo();
   const stats = {
     replica,
+    pid: process.pid,
     t: Date.now(),
     heapUsed: memory.heapUsed,
     rss: memory.rss,

@@ -4,6 +4,7 @@
 // Run: node bench/chaos/plot.mjs soak.jsonl docs/soak.png
 import { readFileSync, writeFileSync } from "node:fs";
 import { Resvg } from "@resvg/resvg-js";
+import { heapTrend, lives } from "./samples.mjs";
 
 const [input, output] = process.argv.slice(2);
 if (!input || !output) {
@@ -25,7 +26,7 @@ if (samples.length === 0) {
 
 const width = 1000;
 const panelHeight = 260;
-const margin = { left: 70, right: 160, top: 80, bottom: 40 };
+const margin = { left: 70, right: 160, top: 95, bottom: 40 };
 const replicas = [...new Set(samples.map((s) => s.replica))].sort();
 const colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
 const maxMinute = Math.max(...samples.map((s) => s.minute), start?.minutes ?? 0);
@@ -42,14 +43,17 @@ const parts = [
   `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="DejaVu Sans" font-size="12">`,
   `<rect width="${width}" height="${height}" fill="white"/>`,
 ];
-const slopes = summary
-  ? Object.entries(summary.replicas)
-      .map(([name, r]) => `${name} ${r.heapSlopeMiBPerHour >= 0 ? "+" : ""}${r.heapSlopeMiBPerHour} MiB/h`)
-      .join(", ")
-  : "run not finished";
+const slopes = replicas
+  .map((name) => {
+    const trend = heapTrend(samples.filter((s) => s.replica === name));
+    const sign = trend.heapSlopeMiBPerHour >= 0 ? "+" : "";
+    return `${name} ${sign}${trend.heapSlopeMiBPerHour} MiB/h (min ${trend.fromMinute}–${trend.toMinute})`;
+  })
+  .join(", ");
 parts.push(
   `<text x="${margin.left}" y="24" font-size="16">kubeloop soak: ${esc(start?.minutes ?? "?")} min, ${esc(start?.widgets ?? "?")} Widgets, ${esc(start?.rate ?? "?")} spec changes/s, ${faults.length} faults</text>`,
-  `<text x="${margin.left}" y="44" fill="#444">heap slope after warm-up (first quarter): ${esc(slopes)}</text>`,
+  `<text x="${margin.left}" y="44" fill="#444">heap slope after warm-up (longest process life, after its first quarter):</text>`,
+  `<text x="${margin.left}" y="62" fill="#444">${esc(slopes)}${summary ? "" : " (run not finished)"}</text>`,
 );
 panels.forEach((panel, index) => {
   const top = margin.top + index * (panelHeight + margin.bottom);
@@ -77,12 +81,13 @@ panels.forEach((panel, index) => {
     );
   parts.push(`<text x="${margin.left}" y="${top - 6}" font-size="13">${panel.title}</text>`);
   replicas.forEach((replica, r) => {
-    const points = samples
-      .filter((s) => s.replica === replica)
-      .map((s) => `${x(s.minute).toFixed(1)},${y(s[panel.field] / 2 ** 20).toFixed(1)}`);
-    parts.push(
-      `<polyline points="${points.join(" ")}" fill="none" stroke="${colours[r % colours.length]}" stroke-width="1.5"/>`,
-    );
+    // One line per process life: a replica restarted (a lost Lease) starts a new line.
+    for (const life of lives(samples.filter((s) => s.replica === replica))) {
+      const points = life.map((s) => `${x(s.minute).toFixed(1)},${y(s[panel.field] / 2 ** 20).toFixed(1)}`);
+      parts.push(
+        `<polyline points="${points.join(" ")}" fill="none" stroke="${colours[r % colours.length]}" stroke-width="1.5"/>`,
+      );
+    }
     if (index === 0)
       parts.push(
         `<line x1="${width - margin.right + 15}" x2="${width - margin.right + 35}" y1="${top + 20 + r * 18}" y2="${top + 20 + r * 18}" stroke="${colours[r % colours.length]}" stroke-width="2"/>`,

@@ -13,6 +13,7 @@ export const SCENARIOS = [
   {
     name: "half-open stall",
     what: "every open connection stops moving bytes and stays open, forever",
+    detectsDeadConnection: true,
     inject: (env) => env.proxy.stall(),
   },
   {
@@ -112,10 +113,12 @@ function inFlight(env) {
  */
 export async function runScenario(env, scenario, { repetitions, gapMs = 3_000, log = () => {} }) {
   const recoveries = [];
+  const detections = [];
   const exitsBefore = env.replicas.map((r) => r.unexpectedExits.length);
   const lossesBefore = env.replicas.map((r) => r.leadershipLosses.length);
   for (let rep = 0; rep < repetitions; rep++) {
     const injectedAt = performance.now();
+    const leader = env.leader;
     await scenario.inject(env);
     const generation = await env.touchProbe();
     // Watched from now on: a probe Ready during a held fault counts from the injection.
@@ -127,14 +130,26 @@ export async function runScenario(env, scenario, { repetitions, gapMs = 3_000, l
       from = performance.now();
     }
     const ready = await readiness;
+    if (scenario.detectsDeadConnection) {
+      // The leader's client replaced its pool: the dead connection was found (sampled each second).
+      await env.until(
+        () => (leader?.poolReplacedAt ?? 0) > injectedAt,
+        60_000,
+        "the dead connection to be found",
+      );
+      detections.push(leader.poolReplacedAt - injectedAt);
+    }
     // Converged during a fault held longer than needed (latency, bandwidth): from the injection.
     const recovery = ready >= from ? ready - from : ready - injectedAt;
     recoveries.push(recovery);
-    log(`  ${scenario.name} #${rep + 1}: recovered in ${(recovery / 1000).toFixed(1)} s`);
+    const detected =
+      detections.length > rep ? `, dead connection found in ${(detections[rep] / 1000).toFixed(1)} s` : "";
+    log(`  ${scenario.name} #${rep + 1}: recovered in ${(recovery / 1000).toFixed(1)} s${detected}`);
     await sleep(gapMs);
   }
   return {
     recoveries,
+    detections,
     unexpectedExits: env.replicas.reduce((sum, r, i) => sum + r.unexpectedExits.length - exitsBefore[i], 0),
     leadershipLosses: env.replicas.reduce(
       (sum, r, i) => sum + r.leadershipLosses.length - lossesBefore[i],

@@ -3,7 +3,9 @@
 // through the chaos scenarios that leave the processes running (a soak watches one process grow).
 // Each replica's heap, RSS, open handles and sockets and informer store sizes are sampled to a JSONL
 // file (every 5 s), with the live object counts beside them. At the end it reports the heap slope
-// after warm-up (the first quarter of the run), the most handles and sockets, and whether a store
+// after warm-up (the first quarter of each replica's longest process life: leader election exits a
+// replica that cannot renew its Lease in time, e.g. while the API server restarts, and its
+// supervisor starts a fresh one), the most handles and sockets, and whether a store
 // ever held more than the live objects, then checks that no update was lost. plot.mjs draws it.
 //
 // Run: npm run soak -- --minutes 60 [--widgets 300 --rate 10 --fault-every 120 --out soak.jsonl]
@@ -12,6 +14,7 @@ import { parseArgs } from "node:util";
 import { ConfigMap } from "kubeloop/k8s";
 import { Widget } from "../peers/widget.ts";
 import { startEnvironment } from "./harness.mjs";
+import { heapTrend } from "./samples.mjs";
 import { runScenario, SCENARIOS } from "./scenarios.mjs";
 
 const { values } = parseArgs({
@@ -134,12 +137,9 @@ const exits = env.replicas.flatMap((r) => r.unexpectedExits);
 const summary = { type: "summary", replicas: {} };
 for (const replica of env.replicas) {
   const own = samples.filter((s) => s.replica === replica.name);
-  const warm = own.filter((s) => s.minute >= minutes / 4);
   summary.replicas[replica.name] = {
     samples: own.length,
-    heapSlopeMiBPerHour: round((slope(warm, "heapUsed") * 60) / 2 ** 20),
-    rssSlopeMiBPerHour: round((slope(warm, "rss") * 60) / 2 ** 20),
-    heapMiB: { first: round(warm[0]?.heapUsed / 2 ** 20), last: round(warm.at(-1)?.heapUsed / 2 ** 20) },
+    ...heapTrend(own),
     mostHandles: Math.max(...own.map((s) => s.handles)),
     mostSockets: Math.max(...own.map((s) => s.sockets)),
     lists: own.at(-1)?.lists,
@@ -165,22 +165,3 @@ await env.stop();
 const ok = unconverged.length === 0 && doubles === 0 && exits.length === 0 && storeExcess.length === 0;
 if (!ok) console.log("SOAK FAILED: see the summary above");
 process.exit(ok ? 0 : 1);
-
-/** Least-squares slope of `field` per minute. */
-function slope(points, field) {
-  const n = points.length;
-  if (n < 2) return 0;
-  const mx = points.reduce((sum, p) => sum + p.minute, 0) / n;
-  const my = points.reduce((sum, p) => sum + p[field], 0) / n;
-  let num = 0;
-  let den = 0;
-  for (const p of points) {
-    num += (p.minute - mx) * (p[field] - my);
-    den += (p.minute - mx) ** 2;
-  }
-  return den ? num / den : 0;
-}
-
-function round(value) {
-  return Math.round(value * 100) / 100;
-}
