@@ -115,6 +115,8 @@ export class MemoryApiServer {
   private readonly kinds = new Map<string, KindInfo>();
   private readonly byResource = new Map<string, KindInfo[]>();
   private history: StoredEvent[] = [];
+  /** Where the retained history starts in `history` (dropped events are cut off in batches). */
+  private historyStart = 0;
   /** Changes at or below this revision are forgotten. */
   private compactedAt = 0;
   private readonly watches = new Set<WatchStream>();
@@ -212,6 +214,7 @@ export class MemoryApiServer {
   compact(): void {
     this.compactedAt = this.revision;
     this.history = [];
+    this.historyStart = 0;
   }
 
   /**
@@ -535,7 +538,7 @@ export class MemoryApiServer {
   private snapshot(kind: KindInfo, revision: number): Map<string, Obj> {
     const bucket = new Map(this.bucket(kind));
     const resource = `${kind.group}/${kind.resource}`;
-    for (let i = this.history.length - 1; i >= 0; i--) {
+    for (let i = this.history.length - 1; i >= this.historyStart; i--) {
       const event = this.history[i] as StoredEvent;
       if (event.resourceVersion <= revision) break;
       if (event.resource !== resource) continue;
@@ -600,8 +603,10 @@ export class MemoryApiServer {
       });
       return watch;
     }
-    for (const event of this.history)
+    for (let i = this.historyStart; i < this.history.length; i++) {
+      const event = this.history[i] as StoredEvent;
       if (event.resourceVersion > from) watch.offer(this.outputEvent(kind, event));
+    }
     this.watches.add(watch);
     return watch;
   }
@@ -634,9 +639,14 @@ export class MemoryApiServer {
       previous,
     };
     this.history.push(event);
-    if (this.history.length > this.options.history) {
-      const dropped = this.history.splice(0, this.history.length - this.options.history);
-      this.compactedAt = dropped.at(-1)?.resourceVersion ?? this.compactedAt;
+    if (this.history.length - this.historyStart > this.options.history) {
+      this.compactedAt = (this.history[this.historyStart] as StoredEvent).resourceVersion;
+      this.historyStart++;
+      // Cut the dropped ones off now and then, not one by one (a shift per write would copy it all).
+      if (this.historyStart >= 1024 && this.historyStart * 2 >= this.history.length) {
+        this.history = this.history.slice(this.historyStart);
+        this.historyStart = 0;
+      }
     }
     let shown: StoredEvent | undefined;
     for (const watch of this.watches) {
