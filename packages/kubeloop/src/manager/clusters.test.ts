@@ -203,7 +203,12 @@ describe("many clusters", () => {
 
   it("engages clusters from Secrets holding kubeconfigs, and removes one when its Secret goes", async () => {
     const logger = pino({ level: "silent" });
-    const clusters = new Clusters({ logger, healthIntervalMs: 500 });
+    // A request budget per cluster: each cluster's client has its own token bucket.
+    const clusters = new Clusters({
+      logger,
+      healthIntervalMs: 500,
+      clientOptions: { rateLimit: { qps: 20, burst: 40 } },
+    });
     await hubClient.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "fleet" } });
     const secret = (name: string, i: number) => ({
       apiVersion: "v1",

@@ -4,7 +4,7 @@ import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
 import type { Informer } from "../cache/informer.js";
 import { InformerRegistry } from "../cache/registry.js";
-import { Client } from "../client/client.js";
+import { Client, type ClientOptions } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import type { KubeObject } from "../client/types.js";
 import type { Controller, Request, Source } from "../controller/controller.js";
@@ -73,6 +73,11 @@ export interface ClustersOptions {
   cacheSyncTimeoutMs?: number;
   /** How long a reconcile may finish when its cluster is removed. Default 5 s. */
   disengageGraceMs?: number;
+  /**
+   * Options of every cluster's client, e.g. `rateLimit: { qps, burst }`: a budget per cluster, so
+   * one busy cluster cannot spend another's (MultiKueue measured 5 QPS per worker cluster).
+   */
+  clientOptions?: ClientOptions;
 }
 
 interface Engaged extends Cluster {
@@ -218,7 +223,7 @@ export class Clusters implements ClusterSink {
       );
       return;
     }
-    const client = new Client(config);
+    const client = new Client(config, this.options.clientOptions);
     const abort = new AbortController();
     const cluster: Engaged = {
       name,
