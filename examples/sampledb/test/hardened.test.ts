@@ -1,0 +1,213 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ControlPlane, kubectl, PostgresServer, readCrds, readManifests } from "kubeloop/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "./harness.ts";
+
+// The operator installed as its generated config says — its ServiceAccount, bound only to the
+// generated roles, with a token from the TokenRequest API — on an API server that enforces owner
+// reference permissions (as OpenShift and CIS-benchmarked distributions do): the credentials
+// Secret it owns by a blockOwnerDeletion reference is allowed only by `update` on sampledbs/finalizers.
+
+const root = join(import.meta.dirname, "..");
+const NAMESPACE = "sampledb-operator-system";
+const IDENTITY = `system:serviceaccount:${NAMESPACE}:sampledb-operator`;
+/** The API server's words when a child's owner reference blocks deletion of an owner it may not finalize. */
+const BLOCK_OWNER_DELETION_FORBIDDEN =
+  "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on";
+
+let plane: ControlPlane;
+let postgres: PostgresServer;
+let backupDir: string;
+let operator: ChildProcess | undefined;
+let output = "";
+
+const k = (args: string[], input?: string) =>
+  kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
+
+async function jsonpath(args: string[], path: string): Promise<string> {
+  return (await k([...args, "-o", `jsonpath=${path}`])).stdout;
+}
+
+const readyOf = (name: string, field: "status" | "message") =>
+  jsonpath(["-n", "shop", "get", "sampledb", name], `{.status.conditions[?(@.type=="Ready")].${field}}`);
+
+/** A kubeconfig for the operator's ServiceAccount, with a token minted by the TokenRequest API. */
+async function serviceAccountKubeconfig(): Promise<string> {
+  const token = await k(["-n", NAMESPACE, "create", "token", "sampledb-operator", "--duration=1h"]);
+  expect(token.code, token.stderr).toBe(0);
+  const path = join(plane.dir, "sampledb-operator.kubeconfig");
+  const cluster = {
+    server: plane.server,
+    "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
+  };
+  const config = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "hardened", cluster }],
+    users: [{ name: "sampledb-operator", user: { token: token.stdout.trim() } }],
+    contexts: [{ name: "sampledb-operator", context: { cluster: "hardened", user: "sampledb-operator" } }],
+    "current-context": "sampledb-operator",
+  };
+  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+  return path;
+}
+
+interface AuditRecord {
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+}
+
+const auditRecords = (): AuditRecord[] =>
+  readFileSync(plane.auditLogPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as AuditRecord);
+
+beforeAll(async () => {
+  [postgres, plane] = await Promise.all([
+    new PostgresServer().start(),
+    new ControlPlane({ profile: "apiserver", hardened: true }).start(),
+  ]);
+  backupDir = mkdtempSync(join(tmpdir(), "sampledb-backups-"));
+  await plane.installCrdObjects(readCrds([join(root, "config/crd")]));
+  // What `kubeloop deploy` installs, but for the Deployment: the operator runs here as a process.
+  const install = await k(
+    ["apply", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: readManifests(
+        [
+          "config/manager/namespace.yaml",
+          "config/manager/service-account.yaml",
+          "config/rbac",
+          "config/manager/role-bindings.yaml",
+          "config/manager/metrics-auth-binding.yaml",
+        ].map((file) => join(root, file)),
+      ),
+    }),
+  );
+  expect(install.code, install.stderr).toBe(0);
+  // The admin's Secret for the server, in the namespace of the SampleDBs.
+  expect((await k(["create", "namespace", "shop"])).code).toBe(0);
+  const secret = await k(
+    ["-n", "shop", "create", "secret", "generic", "pg-admin"].concat(
+      Object.entries({
+        host: postgres.host,
+        port: String(postgres.port),
+        username: postgres.user,
+        password: postgres.password,
+      }).map(([key, value]) => `--from-literal=${key}=${value}`),
+    ),
+  );
+  expect(secret.code, secret.stderr).toBe(0);
+  // The Deployment's settings (config/manager/deployment.yaml), but for the ports: 0 picks free ones.
+  operator = spawn(process.execPath, [join(root, "src/main.ts")], {
+    env: {
+      ...process.env,
+      KUBECONFIG: await serviceAccountKubeconfig(),
+      POD_NAMESPACE: NAMESPACE,
+      LEADER_ELECT: "true",
+      METRICS_PORT: "0",
+      PROBE_PORT: "0",
+      BACKUP_DIR: backupDir,
+      PG_BIN: postgres.binDir,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  operator.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  operator.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+});
+afterAll(async () => {
+  operator?.kill("SIGKILL");
+  await Promise.all([plane?.stop(), postgres?.stop()]);
+  if (backupDir) rmSync(backupDir, { recursive: true, force: true });
+});
+
+describe("SampleDB operator on a hardened API server, as its ServiceAccount with the generated RBAC", () => {
+  it("turns the sample SampleDB into a database and a credentials Secret it owns", async () => {
+    const applied = await k(["-n", "shop", "apply", "-f", join(root, "config/samples/sampledb.yaml")]);
+    expect(applied.code, applied.stderr).toBe(0);
+    await until(async () => (await readyOf("shop", "status")) === "True", 30_000, `Ready=True\n${output}`);
+    expect(await postgres.psql("select datname from pg_database where datname = 'shop'")).toBe("shop");
+    const owner = JSON.parse(
+      await jsonpath(["-n", "shop", "get", "secret", "shop-credentials"], "{.metadata.ownerReferences[0]}"),
+    ) as { kind: string; name: string; controller: boolean; blockOwnerDeletion: boolean };
+    expect(owner).toMatchObject({
+      kind: "SampleDB",
+      name: "shop",
+      controller: true,
+      blockOwnerDeletion: true,
+    });
+    // The operator's own identity wrote the Secret, not an admin.
+    const writes = auditRecords().filter(
+      (r) =>
+        r.objectRef?.resource === "secrets" &&
+        r.objectRef.name === "shop-credentials" &&
+        r.user.username === IDENTITY,
+    );
+    expect(writes.length).toBeGreaterThan(0);
+    expect(writes.every((r) => (r.responseStatus?.code ?? 0) < 300)).toBe(true);
+  });
+
+  it("without update on sampledbs/finalizers is refused the credentials Secret, and says why in Ready", async () => {
+    // The failure this grant prevents, reproduced: take the rule away from the running operator.
+    const role = JSON.parse((await k(["get", "clusterrole", "sampledb-operator", "-o", "json"])).stdout) as {
+      rules: { resources: string[] }[];
+    };
+    const without = role.rules.filter((rule) => !rule.resources.includes("sampledbs/finalizers"));
+    expect(without).toHaveLength(role.rules.length - 1);
+    const replaced = await k(["replace", "-f", "-"], JSON.stringify({ ...role, rules: without }));
+    expect(replaced.code, replaced.stderr).toBe(0);
+    // RBAC is read from the API server's cache: wait until it has the change.
+    await until(
+      async () =>
+        (
+          await k([
+            "auth",
+            "can-i",
+            "update",
+            "sampledbs.db.example.com/blocked",
+            "--subresource=finalizers",
+            "-n",
+            "shop",
+            `--as=${IDENTITY}`,
+          ])
+        ).stdout.trim() === "no",
+      10_000,
+      "the role change to take effect",
+    );
+    const applied = await k(
+      ["-n", "shop", "apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "db.example.com/v1alpha1",
+        kind: "SampleDB",
+        metadata: { name: "blocked" },
+        spec: { server: { secretName: "pg-admin" } },
+      }),
+    );
+    expect(applied.code, applied.stderr).toBe(0);
+    let message = "";
+    await until(
+      async () => {
+        message = await readyOf("blocked", "message");
+        return message.includes("forbidden");
+      },
+      30_000,
+      `the Ready condition to report the refusal\n${output}`,
+    );
+    expect(message).toContain(
+      `secrets "blocked-credentials" is forbidden: ${BLOCK_OWNER_DELETION_FORBIDDEN}`,
+    );
+    expect((await k(["-n", "shop", "get", "secret", "blocked-credentials"])).stderr).toContain("NotFound");
+  });
+});
