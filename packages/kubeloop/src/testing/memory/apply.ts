@@ -86,11 +86,15 @@ export function leafValues(
   prefix = "",
   out = new Map<string, string>(),
 ): Map<string, string> {
-  const at = (segment: string) => (prefix ? `${prefix}${SEP}${segment}` : segment);
+  // `names` is pushed and popped in place (no array per field): this walk runs on every write.
   if (isObject(value) && !(prefix && listTypes(names).type === "atomic-struct")) {
     const keys = Object.keys(value);
     if (keys.length === 0 && prefix) out.set(prefix, "{}");
-    for (const name of keys) leafValues(value[name], listTypes, [...names, name], at(`f:${name}`), out);
+    for (const name of keys) {
+      names.push(name);
+      leafValues(value[name], listTypes, names, prefix ? `${prefix}${SEP}f:${name}` : `f:${name}`, out);
+      names.pop();
+    }
     return out;
   }
   if (Array.isArray(value)) {
@@ -98,19 +102,33 @@ export function leafValues(
     if (kind.type === "map") {
       for (const item of value) {
         if (!isObject(item)) continue;
-        const path = at(itemKey(item, kind.keys));
+        const key = itemKey(item, kind.keys);
+        const path = prefix ? `${prefix}${SEP}${key}` : key;
         out.set(path, "");
         leafValues(item, listTypes, names, path, out);
       }
       return out;
     }
     if (kind.type === "set") {
-      for (const item of value) out.set(at(`v:${JSON.stringify(item)}`), "");
+      for (const item of value) {
+        const member = `v:${JSON.stringify(item)}`;
+        out.set(prefix ? `${prefix}${SEP}${member}` : member, "");
+      }
       return out;
     }
   }
-  if (prefix) out.set(prefix, JSON.stringify(value) ?? "null");
+  if (prefix) out.set(prefix, leafText(value));
   return out;
+}
+
+/**
+ * A leaf's value as a string that only equal values share (compared, never parsed): JSON, but a
+ * string is its text after a quote (no escaping: the quote alone keeps it apart from the others).
+ */
+function leafText(value: unknown): string {
+  if (typeof value === "string") return `"${value}`;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  return JSON.stringify(value) ?? "null";
 }
 
 /** The value at a path (undefined if absent). */
@@ -253,36 +271,58 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
         parsedFields.set(retimed, known);
         return retimed;
       }
-      // Sorted once at the end (sortTree), as the server writes fieldsV1.
-      const tree: Obj = {};
-      const owned: Obj[] = [];
-      for (const path of entry.fields) {
-        let node = tree;
-        for (const segment of path.split(SEP)) {
-          let child = node[segment] as Obj | undefined;
-          if (!child) {
-            child = {};
-            node[segment] = child;
-          }
-          node = child;
-        }
-        owned.push(node);
-      }
-      // A node owned itself that also has owned children is marked ".".
-      for (const node of owned) if (!("." in node) && Object.keys(node).length > 0) node["."] = {};
       const written: Obj = {
         manager: entry.manager,
         operation: entry.operation,
         apiVersion: entry.apiVersion,
         time: entry.time,
         fieldsType: "FieldsV1",
-        fieldsV1: sortTree(tree),
+        fieldsV1: fieldsTree(entry.fields),
         ...(entry.subresource ? { subresource: entry.subresource } : {}),
       };
       // The next write reads it back: no need to walk the tree again.
       parsedFields.set(written, new Set(entry.fields));
       return written;
     });
+}
+
+/**
+ * fieldsV1 trees already built, by their field list: objects of one shape (every Deployment a
+ * test's controller applies) own the same fields, and building a tree is the costliest part of
+ * bookkeeping. Trees are shared and never changed (stored objects are not; readers get copies).
+ */
+const trees = new Map<string, Obj>();
+const TREES_KEPT = 2_000;
+
+function fieldsTree(fields: Set<string>): Obj {
+  const key = [...fields].join("\u0002");
+  const known = trees.get(key);
+  if (known) return known;
+  const tree = buildTree(fields);
+  if (trees.size >= TREES_KEPT) trees.clear();
+  trees.set(key, tree);
+  return tree;
+}
+
+function buildTree(fields: Set<string>): Obj {
+  // Sorted once at the end (sortTree), as the server writes fieldsV1.
+  const tree: Obj = {};
+  const owned: Obj[] = [];
+  for (const path of fields) {
+    let node = tree;
+    for (const segment of path.split(SEP)) {
+      let child = node[segment] as Obj | undefined;
+      if (!child) {
+        child = {};
+        node[segment] = child;
+      }
+      node = child;
+    }
+    owned.push(node);
+  }
+  // A node owned itself that also has owned children is marked ".".
+  for (const node of owned) if (!("." in node) && Object.keys(node).length > 0) node["."] = {};
+  return sortTree(tree);
 }
 
 function sortTree(node: Obj): Obj {
