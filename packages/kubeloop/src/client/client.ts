@@ -16,7 +16,7 @@ import type {
 /** What the server returns for a written object: the object, with full metadata. */
 export type Written<T extends KubeObject> = T & { metadata: ObjectMeta };
 
-import { decodeWatchEvents } from "./watch.js";
+import { checkWatchEvents, decodeWatchEvents } from "./watch.js";
 
 /**
  * The Kubernetes client: typed operations on built-in and custom resources.
@@ -339,7 +339,9 @@ export class Client {
       ...signalOf(options),
     });
     try {
-      yield* decodeWatchEvents<T>(stream.body, `WATCH ${path}`);
+      yield* stream.events
+        ? checkWatchEvents<T>(stream.events, `WATCH ${path}`)
+        : decodeWatchEvents<T>(stream.body, `WATCH ${path}`);
     } finally {
       stream.close();
     }

@@ -72,6 +72,8 @@ export interface HttpResponse {
 export interface StreamResponse {
   status: number;
   body: AsyncIterable<Uint8Array>;
+  /** A watch's events as objects, when the transport has them so (in process): read instead of `body`. */
+  events?: AsyncIterable<{ type: string; object: unknown }>;
   /** Ends the stream and releases its connection. */
   close(): void;
 }

@@ -28,8 +28,25 @@ export async function* decodeWatchEvents<T extends KubeObject>(
   if (partial.trim()) yield parseEvent<T>(partial, request);
 }
 
+/**
+ * Watch events a transport already holds as objects (an in-process server's: no JSON on either
+ * side), checked as decoded ones are: an `ERROR` event becomes a thrown typed error.
+ */
+export async function* checkWatchEvents<T extends KubeObject>(
+  events: AsyncIterable<{ type: string; object: unknown }>,
+  request = "WATCH",
+): AsyncGenerator<WatchEvent<T>> {
+  for await (const event of events) yield checkedEvent<T>(event, request);
+}
+
 function parseEvent<T extends KubeObject>(line: string, request: string): WatchEvent<T> {
-  const event = JSON.parse(line) as { type: string; object: unknown };
+  return checkedEvent<T>(JSON.parse(line) as { type: string; object: unknown }, request);
+}
+
+function checkedEvent<T extends KubeObject>(
+  event: { type: string; object: unknown },
+  request: string,
+): WatchEvent<T> {
   if (event.type === "ERROR") {
     const status = event.object as Status;
     throw apiErrorFor(status.code ?? 500, status, request);

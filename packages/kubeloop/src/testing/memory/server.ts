@@ -309,9 +309,12 @@ export class MemoryApiServer {
   }
 
   /** Opens a watch, or a streamed list. */
-  async stream(
-    request: StreamRequest & { user?: UserInfo },
-  ): Promise<{ status: number; body: AsyncIterable<Uint8Array>; close(): void }> {
+  async stream(request: StreamRequest & { user?: UserInfo }): Promise<{
+    status: number;
+    body: AsyncIterable<Uint8Array>;
+    events?: AsyncIterable<{ type: string; object: unknown }>;
+    close(): void;
+  }> {
     const query = request.query ?? {};
     if (!query.watch) {
       const response = await this.handle(request);
@@ -332,7 +335,8 @@ export class MemoryApiServer {
       const timer = setTimeout(() => watch.close(), Number(query.timeoutSeconds) * 1000);
       timer.unref?.();
     }
-    return { status: 200, body: watch.body(), close: () => watch.close() };
+    // Both ways to read it: bytes (HTTPS, a raw reader), or objects (the in-process client).
+    return { status: 200, body: watch.body(), events: watch.events(), close: () => watch.close() };
   }
 
   private discovery(path: string, accept: string | undefined): HttpResponse {

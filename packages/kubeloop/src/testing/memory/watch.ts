@@ -1,8 +1,10 @@
+import { clone } from "./clone.js";
 import type { Matcher } from "./selectors.js";
 
 /**
  * One open watch: the events of one resource (one namespace or all) that pass its selectors,
- * queued as newline-delimited JSON lines, as the API server streams them. An object that stops
+ * queued as they are sent: newline-delimited JSON over HTTPS, as the API server streams them, or
+ * as objects (copies) to an in-process client, which then parses no JSON. An object that stops
  * matching the selectors is sent as DELETED, one that starts matching as ADDED (as the server does).
  */
 
@@ -35,7 +37,8 @@ export interface WatchFilter {
 const encoder = new TextEncoder();
 
 export class WatchStream {
-  private lines: string[] = [];
+  /** Events not read yet (stored objects never change: encoded or copied when read). */
+  private queue: { type: string; object: object }[] = [];
   private waiting: (() => void) | undefined;
   private closed = false;
 
@@ -71,7 +74,7 @@ export class WatchStream {
 
   push(type: string, object: Record<string, unknown>): void {
     if (this.closed) return;
-    this.lines.push(`${JSON.stringify({ type, object: this.shape(object) })}\n`);
+    this.queue.push({ type, object: this.shape(object) });
     this.wake();
   }
 
@@ -83,13 +86,13 @@ export class WatchStream {
       apiVersion: this.filter.metadataOnly ? "meta.k8s.io/v1" : this.filter.apiVersion,
       metadata: { resourceVersion: String(resourceVersion), ...(annotations ? { annotations } : {}) },
     };
-    this.lines.push(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
+    this.queue.push({ type: "BOOKMARK", object });
     this.wake();
   }
 
   /** An ERROR event (e.g. 410 Expired), then the end of the stream. */
   error(status: object): void {
-    this.lines.push(`${JSON.stringify({ type: "ERROR", object: status })}\n`);
+    this.queue.push({ type: "ERROR", object: status });
     this.close();
   }
 
@@ -100,7 +103,7 @@ export class WatchStream {
 
   /** Everything queued was taken, and the consumer waits for more (it has handled what it got). */
   get drained(): boolean {
-    return this.closed || (this.lines.length === 0 && this.waiting !== undefined);
+    return this.closed || (this.queue.length === 0 && this.waiting !== undefined);
   }
 
   close(): void {
@@ -130,12 +133,26 @@ export class WatchStream {
 
   /** The stream's bytes: one event per line, until closed and drained. */
   async *body(): AsyncGenerator<Uint8Array> {
+    for await (const batch of this.batches()) {
+      let text = "";
+      for (const event of batch) text += `${JSON.stringify(event)}\n`;
+      yield encoder.encode(text);
+    }
+  }
+
+  /** The stream's events as objects (copies: the reader may change them), until closed and drained. */
+  async *events(): AsyncGenerator<{ type: string; object: unknown }> {
+    for await (const batch of this.batches()) for (const event of batch) yield clone(event);
+  }
+
+  /** What was queued since the last batch, whenever there is some, until closed and drained. */
+  private async *batches(): AsyncGenerator<{ type: string; object: object }[]> {
     try {
       for (;;) {
-        if (this.lines.length) {
-          const text = this.lines.join("");
-          this.lines = [];
-          yield encoder.encode(text);
+        if (this.queue.length) {
+          const batch = this.queue;
+          this.queue = [];
+          yield batch;
           continue;
         }
         if (this.closed) return;
