@@ -5,7 +5,9 @@
 //     the server's own major version, which Debian ships beside it (postgresql, postgresql-client);
 //   - promtool (Prometheus' rule tester) and the Prometheus server, Debian's `prometheus` package,
 //     for the alerts of the example and of kubeloop's generated monitoring (kubeloop/testing's
-//     PrometheusServer and promtool()).
+//     PrometheusServer and promtool());
+//   - Chromium, Debian's `chromium`, at /usr/bin/chromium: the book's test opens the built site in
+//     it, headless, through playwright-core (about two minutes to install, once).
 // Plain JavaScript with no dependencies, like bootstrap.mjs: it runs before the workspace exists.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -32,6 +34,11 @@ const NEEDS = {
     },
     packages: ["postgresql", "postgresql-client"],
   },
+  chromium: {
+    what: "Chromium (the book's browser test opens the built site in it, headless)",
+    present: () => existsSync("/usr/bin/chromium"),
+    packages: ["chromium"],
+  },
   promtool: {
     what: "Prometheus (promtool and the server)",
     present: () =>
@@ -43,7 +50,7 @@ const NEEDS = {
 
 /** The needs of each README task. */
 export const TASK_NEEDS = {
-  test: ["postgres", "promtool"],
+  test: ["postgres", "promtool", "chromium"],
   "demo:sampledb": ["postgres"],
   "bench:sampledb": ["postgres"],
 };
