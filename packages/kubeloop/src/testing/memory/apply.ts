@@ -287,27 +287,48 @@ export function writeManaged(entries: ManagedEntry[]): Obj[] {
 }
 
 /**
- * fieldsV1 trees already built, by their field list: objects of one shape (every Deployment a
- * test's controller applies) own the same fields, and building a tree is the costliest part of
- * bookkeeping. Trees are shared and never changed (stored objects are not; readers get copies).
+ * fieldsV1 subtrees already built, by their field list: objects of one shape (every Deployment a
+ * test's controller applies) own the same fields under `spec`, and building trees is the costliest
+ * part of bookkeeping (their `metadata` differs: an owner reference's uid). Subtrees are shared
+ * and never changed (stored objects are not; readers get copies).
  */
-const trees = new Map<string, Obj>();
-const TREES_KEPT = 2_000;
+const subtrees = new Map<string, Obj>();
+const SUBTREES_KEPT = 5_000;
 
 function fieldsTree(fields: Set<string>): Obj {
-  const key = [...fields].join("\u0002");
-  const known = trees.get(key);
-  if (known) return known;
-  const tree = buildTree(fields);
-  if (trees.size >= TREES_KEPT) trees.clear();
-  trees.set(key, tree);
+  // Top-level field → the paths under it ("" when the field itself is owned).
+  const groups = new Map<string, string[]>();
+  for (const path of fields) {
+    const cut = path.indexOf(SEP);
+    const top = cut < 0 ? path : path.slice(0, cut);
+    let group = groups.get(top);
+    if (!group) {
+      group = [];
+      groups.set(top, group);
+    }
+    group.push(cut < 0 ? "" : path.slice(cut + 1));
+  }
+  const tree: Obj = {};
+  for (const top of [...groups.keys()].sort()) tree[top] = subtree(groups.get(top) ?? []);
   return tree;
 }
 
-function buildTree(fields: Set<string>): Obj {
+function subtree(paths: string[]): Obj {
+  const key = paths.join("\u0002");
+  const known = subtrees.get(key);
+  if (known) return known;
+  const children = paths.filter((path) => path !== "");
+  const tree = buildTree(children, children.length < paths.length);
+  if (subtrees.size >= SUBTREES_KEPT) subtrees.clear();
+  subtrees.set(key, tree);
+  return tree;
+}
+
+/** The tree of `fields`; `ownedItself`: its root is owned too (marked "." if it has children). */
+function buildTree(fields: string[], ownedItself: boolean): Obj {
   // Sorted once at the end (sortTree), as the server writes fieldsV1.
   const tree: Obj = {};
-  const owned: Obj[] = [];
+  const owned: Obj[] = ownedItself ? [tree] : [];
   for (const path of fields) {
     let node = tree;
     for (const segment of path.split(SEP)) {
