@@ -4,7 +4,7 @@
 // check the Deployment and the Ready condition. Two ways to run cases:
 // - fresh: a new MemoryApiServer and ReconcileHarness per case (full isolation);
 // - shared: one harness, each case in its own namespace (what a test file with beforeAll does).
-// Median of --runs runs after a warm-up. Run: npm run build && node bench/memory-reconcile.mjs [--runs 5] [--cases 2000]
+// Median of --runs runs after a warm-up. Run: npm run bench:memory, or npm run build && node bench/memory-reconcile.mjs [--runs 5] [--cases 2000]
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { controller, defineResource, done } from "kubeloop";
