@@ -352,7 +352,10 @@ export class MemoryApiServer {
   private discoveryCache: { core: object; groups: object } | undefined;
 
   private route(path: string): Route {
-    const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+    const parts = path
+      .split("/")
+      .filter(Boolean)
+      .map((part) => (part.includes("%") ? decodeURIComponent(part) : part));
     let group = "";
     let rest: string[];
     if (parts[0] === "api") rest = parts.slice(1);
@@ -630,8 +633,15 @@ export class MemoryApiServer {
     return String(this.revision);
   }
 
+  /** The last timestamp written, by its second: most writes of a test fall in the same one. */
+  private lastTimestamp = { second: Number.NaN, text: "" };
+
   private timestamp(): string {
-    return `${this.options.now().toISOString().slice(0, 19)}Z`;
+    const now = this.options.now();
+    const second = Math.floor(now.getTime() / 1000);
+    if (second !== this.lastTimestamp.second)
+      this.lastTimestamp = { second, text: `${now.toISOString().slice(0, 19)}Z` };
+    return this.lastTimestamp.text;
   }
 
   private record(kind: KindInfo, type: StoredEvent["type"], object: Obj, previous: Obj | undefined): void {
@@ -956,9 +966,9 @@ export class MemoryApiServer {
     const strip = (o: Obj) => {
       const { metadata: m, status, ...rest } = o;
       const { managedFields: _f, resourceVersion: _r, ...meta } = m as Obj;
-      return JSON.stringify({ ...rest, metadata: meta, status });
+      return { ...rest, metadata: meta, status };
     };
-    if (strip(object) === strip(old)) {
+    if (sameJson(strip(object), strip(old))) {
       return this.output(kind, old);
     }
     const annotationsCount =
@@ -1485,3 +1495,27 @@ function created(body: unknown): HttpResponse {
 }
 
 export type { KubeObject };
+
+/**
+ * Whether two JSON documents serialise to the same text (keys in the same order, `undefined`
+ * properties left out, as `JSON.stringify` does), without serialising them.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i] ?? null, b[i] ?? null)) return false;
+    return true;
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const leftKeys = Object.keys(left).filter((key) => left[key] !== undefined);
+  const rightKeys = Object.keys(right).filter((key) => right[key] !== undefined);
+  if (leftKeys.length !== rightKeys.length) return false;
+  for (let i = 0; i < leftKeys.length; i++) {
+    const key = leftKeys[i] as string;
+    if (key !== rightKeys[i] || !sameJson(left[key], right[key])) return false;
+  }
+  return true;
+}
