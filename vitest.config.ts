@@ -2,7 +2,12 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "examples/*/test/**/*.test.ts", "bench/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "examples/*/test/**/*.test.ts",
+      "bench/**/*.test.ts",
+      "docs/test/**/*.test.ts",
+    ],
     // Each file starts its own control plane: processes, not threads, keep them apart.
     pool: "forks",
     // Files mostly wait on API servers, so three run well side by side on two cores.

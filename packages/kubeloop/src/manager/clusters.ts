@@ -27,7 +27,7 @@ import { Secret } from "../k8s/index.js";
  * @example
  * ```ts
  * const clusters = new Clusters({ logger });
- * clusters.addControllers((cluster) => controller(Site).named("site").reconcile(...)); // one per cluster
+ * clusters.addControllers((cluster) => controller(Site).named("site").reconcile(reconcileSite)); // one per cluster
  * await clusters.start(kubeconfigFiles("/etc/members")); // a file per member: <name>.kubeconfig
  * // In a hub reconciler: write to every healthy member.
  * for (const member of clusters.list().filter((c) => c.healthy)) await member.client.apply(child, { fieldManager });

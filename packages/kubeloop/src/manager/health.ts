@@ -108,10 +108,11 @@ interface CheckResult {
  *
  * @example
  * ```ts
+ * const registry = new InformerRegistry(client);
  * const server = new HealthServer({ port: 8081, metrics });
  * server.addHealthCheck("ping", () => {});
  * server.addReadyCheck("informers", () => {
- *   const failing = registry.list().find((informer) => informer.health.lastError);
+ *   const failing = registry.informers.find((informer) => informer.health.lastError);
  *   if (failing) throw failing.health.lastError;
  * });
  * await server.start(); // ListenError if the port is taken

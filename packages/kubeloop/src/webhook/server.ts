@@ -15,8 +15,8 @@ import { jsonPatch } from "./json-patch.js";
  * @example
  * ```ts
  * const webhooks = new WebhookServer({ certDir: "/tmp/k8s-webhook-server/serving-certs", port: 9443 });
- * webhooks.defaulting("/default-nginx", (nginx) => { nginx.spec.count ??= 1; });
- * webhooks.validating("/validate-nginx", (nginx) => nginx.spec.count % 2 ? { allowed: true } : { allowed: false, message: "count must be odd" });
+ * webhooks.defaulting<NginxObject>("/default-nginx", (nginx) => { nginx.spec.count ??= 1; });
+ * webhooks.validating<NginxObject>("/validate-nginx", (nginx) => nginx.spec.count % 2 ? { allowed: true } : { allowed: false, message: "count must be odd" });
  * await webhooks.start();
  * ```
  */
