@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Link, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api";
+import { type Link, SpanStatusCode, TraceFlags, trace } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { Informer } from "../cache/informer.js";
 import type { InformerView } from "../cache/multi-namespace.js";
