@@ -5,7 +5,10 @@ import type { ApiError, StatusCause } from "../../client/errors.js";
 import { type KubeObject, resourceType } from "../../client/types.js";
 import { defineResource } from "../../resources/define-resource.js";
 import { ControlPlane } from "../control-plane.js";
+import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
+import { readDiscovery } from "./capture-discovery.js";
 import { NotEmulated } from "./errors.js";
+import type { DiscoveryDocument } from "./kinds.js";
 import { MemoryApiServer } from "./server.js";
 
 // Differential conformance: every case runs the same requests against the real kube-apiserver
@@ -784,6 +787,59 @@ describe("Refused features", () => {
   conformance("pods can be read (an empty list)", async (c, ns, t) => {
     await step(t, async () => (await c.list(resourceType("v1", "Pod"), { namespace: ns })).items);
   });
+  // Built-in kinds that are listed in discovery (as the real server lists them) but not emulated.
+  refused("a Service create", /built-in kind Service \(v1, resource services\)/, async (c, ns) => {
+    await c.create({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "s", namespace: ns },
+      spec: { ports: [{ port: 80 }], selector: { app: "web" } },
+    } as KubeObject);
+  });
+  refused(
+    "a StatefulSet list",
+    /built-in kind StatefulSet \(apps\/v1, resource statefulsets\)/,
+    async (c, ns) => {
+      await c.list(resourceType("apps/v1", "StatefulSet"), { namespace: ns });
+    },
+  );
+  refused("a Job get", /built-in kind Job \(batch\/v1, resource jobs\)/, async (c, ns) => {
+    await c.get(resourceType("batch/v1", "Job"), "missing", { namespace: ns }).catch((error) => {
+      if ((error as ApiError).code !== 404) throw error;
+    });
+  });
+});
+
+describe("Discovery of built-in kinds", () => {
+  const builtinOnly = (document: DiscoveryDocument): DiscoveryDocument => ({
+    ...document,
+    items: document.items.filter((item) => item.metadata.name !== Widget.group),
+  });
+
+  it("the captured table (builtin-discovery.ts) is what the live kube-apiserver serves", async () => {
+    const live = (await readDiscovery(real)) as { core: DiscoveryDocument; groups: DiscoveryDocument };
+    // On a mismatch, regenerate it: see capture-discovery.ts.
+    expect({ core: live.core, groups: builtinOnly(live.groups) }).toEqual(BUILTIN_DISCOVERY);
+  });
+
+  it("the memory server serves the same discovery for every built-in group", async () => {
+    const live = (await readDiscovery(real)) as { core: DiscoveryDocument; groups: DiscoveryDocument };
+    const served = (await readDiscovery(memory)) as { core: DiscoveryDocument; groups: DiscoveryDocument };
+    expect(served.core).toEqual(live.core);
+    expect(builtinOnly(served.groups)).toEqual(builtinOnly(live.groups));
+  });
+
+  for (const [apiVersion, kind] of [
+    ["apps/v1", "StatefulSet"],
+    ["apps/v1", "Deployment"],
+    ["v1", "Service"],
+    ["batch/v1", "CronJob"],
+    ["policy/v1", "PodDisruptionBudget"],
+    ["autoscaling/v2", "HorizontalPodAutoscaler"],
+  ] as const)
+    conformance(`${kind} in ${apiVersion} resolves as on the real server`, async (c, _ns, t) => {
+      await step(t, () => c.resolve(resourceType(apiVersion, kind)));
+    });
 });
 
 describe("RBAC: requests as a user", () => {

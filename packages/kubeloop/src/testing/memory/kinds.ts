@@ -1,7 +1,10 @@
+import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
+
 /**
- * The kinds the in-memory server serves: a fixed table of built-in kinds (only those whose
- * behaviour is emulated; any other built-in is unknown here, hence refused) and the custom
- * resources of the CRDs created on it.
+ * The kinds the in-memory server serves: a fixed table of built-in kinds whose behaviour is
+ * emulated, and the custom resources of the CRDs created on it. Discovery lists every built-in
+ * kind kube-apiserver serves (builtin-discovery.ts, captured from one), so a client resolves them
+ * as on a cluster; requests to the ones not in this table are refused with NotEmulated.
  */
 
 export interface ScalePaths {
@@ -278,55 +281,114 @@ export interface CrdLike {
   };
 }
 
-/** The aggregated discovery documents (apidiscovery.k8s.io/v2) for `/api` and `/apis`. */
-export function discoveryDocuments(kinds: KindInfo[]): { core: object; groups: object } {
+/** An aggregated discovery document (apidiscovery.k8s.io/v2 `APIGroupDiscoveryList`), as served. */
+export interface DiscoveryDocument {
+  kind: string;
+  apiVersion: string;
+  metadata: object;
+  items: {
+    metadata: { name?: string; creationTimestamp?: null };
+    versions: { version: string; resources: DiscoveredResource[]; freshness: string }[];
+  }[];
+}
+
+export interface DiscoveredResource {
+  resource: string;
+  responseKind: { group: string; version: string; kind: string };
+  scope: string;
+  singularResource: string;
+  verbs: string[];
+  shortNames?: string[];
+  categories?: string[];
+  subresources?: { subresource: string; responseKind: object; verbs: string[] }[];
+}
+
+/** `group/version/resource` → kind, and `apiVersion/kind`, for every built-in kind kube-apiserver serves. */
+const LISTED_RESOURCES = new Map<string, string>();
+const LISTED_KINDS = new Set<string>();
+for (const [document, core] of [
+  [BUILTIN_DISCOVERY.core, true],
+  [BUILTIN_DISCOVERY.groups, false],
+] as const)
+  for (const item of document.items)
+    for (const { version, resources } of item.versions)
+      for (const r of resources) {
+        const group = core ? "" : (item.metadata.name ?? "");
+        LISTED_RESOURCES.set(`${group}/${version}/${r.resource}`, r.responseKind.kind);
+        LISTED_KINDS.add(`${apiVersionOf({ group, version })}/${r.responseKind.kind}`);
+      }
+
+/**
+ * The kind of a built-in resource kube-apiserver serves (emulated here or not), or undefined: how
+ * a request to a listed kind that is not emulated is told from one to an unknown resource.
+ */
+export function listedBuiltin(group: string, version: string, resource: string): string | undefined {
+  return LISTED_RESOURCES.get(`${group}/${version}/${resource}`);
+}
+
+/** Whether kube-apiserver serves `kind` in `apiVersion` as a built-in (emulated here or not). */
+export function isListedBuiltinKind(apiVersion: string, kind: string): boolean {
+  return LISTED_KINDS.has(`${apiVersion}/${kind}`);
+}
+
+/** What a request to a built-in kind that is listed but not emulated is refused with. */
+export function notEmulatedKind(kind: string, apiVersion: string, resource?: string): string {
+  return `the built-in kind ${kind} (${apiVersion}${resource ? `, resource ${resource}` : ""}): discovery lists it as kube-apiserver does, but its behaviour (defaults, validation, controllers) is not emulated`;
+}
+
+/**
+ * The aggregated discovery documents (apidiscovery.k8s.io/v2) for `/api` and `/apis`: the built-in
+ * kinds as kube-apiserver lists them (emulated or not), then the custom resources served here.
+ */
+export function discoveryDocuments(kinds: KindInfo[]): {
+  core: DiscoveryDocument;
+  groups: DiscoveryDocument;
+} {
   const byGroup = new Map<string, Map<string, KindInfo[]>>();
   for (const k of kinds) {
+    if (!k.crd) continue;
     const versions = byGroup.get(k.group) ?? new Map<string, KindInfo[]>();
     versions.set(k.version, [...(versions.get(k.version) ?? []), k]);
     byGroup.set(k.group, versions);
   }
-  const document = (groups: [string, Map<string, KindInfo[]>][]) => ({
-    kind: "APIGroupDiscoveryList",
-    apiVersion: "apidiscovery.k8s.io/v2",
-    metadata: {},
-    items: groups.map(([group, versions]) => ({
-      metadata: { name: group, creationTimestamp: null },
-      versions: [...versions].map(([version, list]) => ({
-        version,
-        resources: list.map((k) => ({
-          resource: k.resource,
-          responseKind: { group: k.group, version: k.version, kind: k.kind },
-          scope: k.namespaced ? "Namespaced" : "Cluster",
-          singularResource: k.singular,
-          verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-          ...(k.shortNames ? { shortNames: k.shortNames } : {}),
-          ...(k.categories ? { categories: k.categories } : {}),
-          subresources: [
-            ...(k.status
-              ? [
-                  {
-                    subresource: "status",
-                    responseKind: { group: k.group, version: k.version, kind: k.kind },
-                    verbs: ["get", "patch", "update"],
-                  },
-                ]
-              : []),
-            ...(k.scale
-              ? [
-                  {
-                    subresource: "scale",
-                    responseKind: { group: "autoscaling", version: "v1", kind: "Scale" },
-                    verbs: ["get", "patch", "update"],
-                  },
-                ]
-              : []),
-          ],
-        })),
-        freshness: "Current",
+  const custom = [...byGroup].map(([group, versions]) => ({
+    metadata: { name: group, creationTimestamp: null },
+    versions: [...versions].map(([version, list]) => ({
+      version,
+      resources: list.map((k) => ({
+        resource: k.resource,
+        responseKind: { group: k.group, version: k.version, kind: k.kind },
+        scope: k.namespaced ? "Namespaced" : "Cluster",
+        singularResource: k.singular,
+        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        ...(k.shortNames ? { shortNames: k.shortNames } : {}),
+        ...(k.categories ? { categories: k.categories } : {}),
+        subresources: [
+          ...(k.status
+            ? [
+                {
+                  subresource: "status",
+                  responseKind: { group: k.group, version: k.version, kind: k.kind },
+                  verbs: ["get", "patch", "update"],
+                },
+              ]
+            : []),
+          ...(k.scale
+            ? [
+                {
+                  subresource: "scale",
+                  responseKind: { group: "autoscaling", version: "v1", kind: "Scale" },
+                  verbs: ["get", "patch", "update"],
+                },
+              ]
+            : []),
+        ],
       })),
+      freshness: "Current",
     })),
-  });
-  const all = [...byGroup];
-  return { core: document(all.filter(([g]) => g === "")), groups: document(all.filter(([g]) => g !== "")) };
+  }));
+  return {
+    core: BUILTIN_DISCOVERY.core,
+    groups: { ...BUILTIN_DISCOVERY.groups, items: [...BUILTIN_DISCOVERY.groups.items, ...custom] },
+  };
 }

@@ -4,7 +4,9 @@ import { Gone, NotFound } from "../../client/errors.js";
 import { type KubeObject, resourceType } from "../../client/types.js";
 import { defineResource } from "../../resources/define-resource.js";
 import { defineWebhooks } from "../../webhook/define-webhooks.js";
+import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
 import { NotEmulated } from "./errors.js";
+import { builtinKinds, listedBuiltin } from "./kinds.js";
 import { MemoryApiServer } from "./server.js";
 
 // What the conformance suite cannot compare with a bare kube-apiserver: the in-memory server's
@@ -269,5 +271,73 @@ describe("MemoryApiServer", () => {
     const patched = await client.patch(Gadget, "g", { spec: { size: 3 } }, { namespace: "default" });
     expect(patched.metadata?.generation).toBe(2);
     expect(patched.status?.ready).toBe(true);
+  });
+});
+
+describe("built-in kinds listed but not emulated", () => {
+  it("a Service create is refused with NotEmulated naming Service and pointing at ControlPlane", async () => {
+    const client = new MemoryApiServer().client();
+    const error = await client
+      .create({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "s", namespace: "default" },
+        spec: { ports: [{ port: 80 }] },
+      } as KubeObject)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotEmulated);
+    expect((error as Error).message).toMatch(/built-in kind Service \(v1, resource services\)/);
+    expect((error as Error).message).toMatch(/new ControlPlane\(\)\.start\(\)/);
+  });
+
+  it("discovery resolves StatefulSet in apps/v1; a list of them is refused", async () => {
+    const client = new MemoryApiServer().client();
+    const StatefulSet = resourceType("apps/v1", "StatefulSet");
+    expect(await client.resolve(StatefulSet)).toMatchObject({ resource: "statefulsets", namespaced: true });
+    await expect(client.list(StatefulSet, { namespace: "default" })).rejects.toThrow(
+      /built-in kind StatefulSet \(apps\/v1, resource statefulsets\)/,
+    );
+  });
+
+  it("a watch and a seed of a listed kind are refused too", async () => {
+    const server = new MemoryApiServer();
+    await expect(
+      server.stream({
+        method: "GET",
+        path: "/apis/batch/v1/namespaces/default/jobs",
+        query: { watch: true },
+        inactivityTimeoutMs: 60_000,
+      }),
+    ).rejects.toThrow(/built-in kind Job \(batch\/v1, resource jobs\)/);
+    expect(() =>
+      server.seed({
+        apiVersion: "policy/v1",
+        kind: "PodDisruptionBudget",
+        metadata: { name: "p", namespace: "default" },
+      } as KubeObject),
+    ).toThrow(/built-in kind PodDisruptionBudget \(policy\/v1\)/);
+  });
+
+  it("a resource kube-apiserver does not serve is still a 404", async () => {
+    const client = new MemoryApiServer().client();
+    await expect(client.transport.request({ method: "GET", path: "/api/v1/nopes" })).rejects.toBeInstanceOf(
+      NotFound,
+    );
+  });
+
+  it("every emulated built-in kind is listed in the captured discovery with its resource and scope", () => {
+    for (const kind of builtinKinds()) {
+      expect(listedBuiltin(kind.group, kind.version, kind.resource), `${kind.kind} in ${kind.group}`).toBe(
+        kind.kind,
+      );
+      const items = kind.group ? BUILTIN_DISCOVERY.groups.items : BUILTIN_DISCOVERY.core.items;
+      const listed = items
+        .filter((item) => (kind.group ? item.metadata.name === kind.group : true))
+        .flatMap((item) => item.versions.filter((v) => v.version === kind.version))
+        .flatMap((v) => v.resources)
+        .find((r) => r.resource === kind.resource);
+      expect(listed?.scope).toBe(kind.namespaced ? "Namespaced" : "Cluster");
+      expect(listed?.shortNames).toEqual(kind.shortNames);
+    }
   });
 });

@@ -40,8 +40,11 @@ import {
   builtinKinds,
   type CrdLike,
   discoveryDocuments,
+  isListedBuiltinKind,
   type KindInfo,
   kindsOfCrd,
+  listedBuiltin,
+  notEmulatedKind,
 } from "./kinds.js";
 import { jsonPatch, mergePatch, parseBody, strategicMergePatch } from "./patch.js";
 import { authorize, type UserInfo } from "./rbac.js";
@@ -180,6 +183,8 @@ export class MemoryApiServer {
    */
   seed<T extends KubeObject>(object: T): T {
     const kind = this.kindFor(String(object.apiVersion), String(object.kind));
+    if (!kind && isListedBuiltinKind(String(object.apiVersion), String(object.kind)))
+      throw new NotEmulated(notEmulatedKind(String(object.kind), String(object.apiVersion)));
     if (!kind) throw new Error(`seed: kind ${object.kind} in ${object.apiVersion} is not served here`);
     const copy = clone(object) as Obj;
     const key = keyOf(copy.metadata?.namespace, copy.metadata?.name ?? "");
@@ -249,6 +254,9 @@ export class MemoryApiServer {
         `${definition.resource.group ? `${definition.resource.group}/` : ""}${definition.resource.version}`,
         definition.resource.kind,
       );
+      const { group, version, kind: kindName } = definition.resource;
+      if (!kind && isListedBuiltinKind(apiVersionOf({ group, version }), kindName))
+        throw new NotEmulated(notEmulatedKind(kindName, apiVersionOf({ group, version })));
       if (!kind)
         throw new Error(
           `addWebhooks: kind ${definition.resource.kind} is not served here; install its CRD first`,
@@ -349,7 +357,7 @@ export class MemoryApiServer {
   }
 
   /** The discovery documents, built once per set of kinds (every new client reads them). */
-  private discoveryCache: { core: object; groups: object } | undefined;
+  private discoveryCache: ReturnType<typeof discoveryDocuments> | undefined;
 
   private route(path: string): Route {
     const parts = path
@@ -386,6 +394,8 @@ export class MemoryApiServer {
     }
     const kind = (this.byResource.get(`${group}/${resource}`) ?? []).find((k) => k.version === version);
     if (!kind) {
+      const listed = listedBuiltin(group, version, resource);
+      if (listed) throw new NotEmulated(notEmulatedKind(listed, apiVersionOf({ group, version }), resource));
       if (group && !this.isKnownGroup(group))
         throw new NotEmulated(`the API group ${group}/${version} (resource ${resource})`);
       throw notFound("", "", "").status.code === 404
