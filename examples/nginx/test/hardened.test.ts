@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   ControlPlane,
@@ -50,27 +50,6 @@ const localObjects = (...files: string[]): object[] =>
 
 const asList = (items: object[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
 
-/** A kubeconfig for the operator's ServiceAccount, with a token minted by the TokenRequest API. */
-async function serviceAccountKubeconfig(): Promise<string> {
-  const token = await k(["-n", NAMESPACE, "create", "token", "nginx-operator", "--duration=1h"]);
-  expect(token.code, token.stderr).toBe(0);
-  const path = join(plane.dir, "nginx-operator.kubeconfig");
-  const cluster = {
-    server: plane.server,
-    "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
-  };
-  const config = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "hardened", cluster }],
-    users: [{ name: "nginx-operator", user: { token: token.stdout.trim() } }],
-    contexts: [{ name: "nginx-operator", context: { cluster: "hardened", user: "nginx-operator" } }],
-    "current-context": "nginx-operator",
-  };
-  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
-  return path;
-}
-
 interface AuditRecord {
   verb: string;
   user: { username: string };
@@ -105,7 +84,7 @@ beforeAll(async () => {
   operator = spawn(process.execPath, [join(root, "src/main.ts")], {
     env: {
       ...process.env,
-      KUBECONFIG: await serviceAccountKubeconfig(),
+      KUBECONFIG: (await plane.serviceAccountUser(NAMESPACE, "nginx-operator")).kubeconfigPath,
       METRICS_PORT: "0",
       PROBE_PORT: "0",
       LEADER_ELECT: "true",

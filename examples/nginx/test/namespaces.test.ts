@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlPlane, type CrdObject, kubectl, readManifests } from "kubeloop/testing";
@@ -70,29 +70,7 @@ describe("nginx operator watching two namespaces under Roles only", () => {
       const applied = await k(["apply", "-f", join(generated, file)]);
       expect(applied.code, applied.stderr).toBe(0);
     }
-    const token = await k(["-n", OPERATOR_NAMESPACE, "create", "token", "nginx-operator", "--duration=1h"]);
-    expect(token.code, token.stderr).toBe(0);
-    const kubeconfig = join(generated, "operator.kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: "plane",
-            cluster: {
-              server: plane.server,
-              "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
-            },
-          },
-        ],
-        users: [{ name: "nginx-operator", user: { token: token.stdout.trim() } }],
-        contexts: [{ name: "nginx-operator", context: { cluster: "plane", user: "nginx-operator" } }],
-        "current-context": "nginx-operator",
-      }),
-      { mode: 0o600 },
-    );
+    const kubeconfig = (await plane.serviceAccountUser(OPERATOR_NAMESPACE, "nginx-operator")).kubeconfigPath;
     // What the generated Deployment sets, but for the webhooks (they need a serving certificate).
     const operator = await startOperator({
       KUBECONFIG: kubeconfig,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlPlane, kubectl, PostgresServer, readCrds, readManifests } from "kubeloop/testing";
@@ -33,27 +33,6 @@ async function jsonpath(args: string[], path: string): Promise<string> {
 
 const readyOf = (name: string, field: "status" | "message") =>
   jsonpath(["-n", "shop", "get", "sampledb", name], `{.status.conditions[?(@.type=="Ready")].${field}}`);
-
-/** A kubeconfig for the operator's ServiceAccount, with a token minted by the TokenRequest API. */
-async function serviceAccountKubeconfig(): Promise<string> {
-  const token = await k(["-n", NAMESPACE, "create", "token", "sampledb-operator", "--duration=1h"]);
-  expect(token.code, token.stderr).toBe(0);
-  const path = join(plane.dir, "sampledb-operator.kubeconfig");
-  const cluster = {
-    server: plane.server,
-    "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
-  };
-  const config = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "hardened", cluster }],
-    users: [{ name: "sampledb-operator", user: { token: token.stdout.trim() } }],
-    contexts: [{ name: "sampledb-operator", context: { cluster: "hardened", user: "sampledb-operator" } }],
-    "current-context": "sampledb-operator",
-  };
-  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
-  return path;
-}
 
 interface AuditRecord {
   verb: string;
@@ -110,7 +89,7 @@ beforeAll(async () => {
   operator = spawn(process.execPath, [join(root, "src/main.ts")], {
     env: {
       ...process.env,
-      KUBECONFIG: await serviceAccountKubeconfig(),
+      KUBECONFIG: (await plane.serviceAccountUser(NAMESPACE, "sampledb-operator")).kubeconfigPath,
       POD_NAMESPACE: NAMESPACE,
       LEADER_ELECT: "true",
       METRICS_PORT: "0",

@@ -101,29 +101,7 @@ describe("a scaffolded project on a hardened API server", () => {
       const applied = await k(["apply", "-f", join(project, file)]);
       expect(applied.code, applied.stderr).toBe(0);
     }
-    const token = await k(["-n", NAMESPACE, "create", "token", "harbor", "--duration=1h"]);
-    expect(token.code, token.stderr).toBe(0);
-    const kubeconfig = join(plane.dir, "harbor.kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: "hardened",
-            cluster: {
-              server: plane.server,
-              "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
-            },
-          },
-        ],
-        users: [{ name: "harbor", user: { token: token.stdout.trim() } }],
-        contexts: [{ name: "harbor", context: { cluster: "hardened", user: "harbor" } }],
-        "current-context": "harbor",
-      }),
-      { mode: 0o600 },
-    );
+    const kubeconfig = (await plane.serviceAccountUser(NAMESPACE, "harbor")).kubeconfigPath;
     await until(
       async () =>
         (await k(["wait", "--for=condition=Established", "crd/docks.ship.example.org", "--timeout=10s"]))

@@ -11,7 +11,6 @@ import { controller } from "../controller/builder.js";
 import { rbacRoles } from "../controller/rbac.js";
 import { ConfigMap, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
-import { kubectl } from "../testing/kubectl.js";
 import { Manager, watchNamespaces } from "./manager.js";
 
 // An operator that may only see some namespaces: its ServiceAccount is bound to Roles in team-a
@@ -49,29 +48,9 @@ function copier(seen: { listed: string[]; got: boolean[] }) {
 }
 
 async function tokenClient(): Promise<Client> {
-  // `kubectl create token` asks the TokenRequest API for a short-lived ServiceAccount token.
-  const minted = await kubectl(
-    ["-n", SERVICE_ACCOUNT.namespace, "create", "token", SERVICE_ACCOUNT.name, "--duration=1h"],
-    { kubeconfig: plane.kubeconfigPath },
-  );
-  expect(minted.code, minted.stderr).toBe(0);
-  const kubeconfig = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: "plane",
-        cluster: {
-          server: plane.server,
-          "certificate-authority-data": Buffer.from(plane.caCert).toString("base64"),
-        },
-      },
-    ],
-    users: [{ name: "copier", user: { token: minted.stdout.trim() } }],
-    contexts: [{ name: "copier", context: { cluster: "plane", user: "copier" } }],
-    "current-context": "copier",
-  };
-  return Client.connect({ kubeconfigText: JSON.stringify(kubeconfig) });
+  // A token from the TokenRequest API: the ServiceAccount's own identity, as in a pod.
+  const { kubeconfigPath } = await plane.serviceAccountUser(SERVICE_ACCOUNT.namespace, SERVICE_ACCOUNT.name);
+  return Client.connect({ kubeconfig: kubeconfigPath });
 }
 
 beforeAll(async () => {

@@ -335,6 +335,52 @@ export class ControlPlane {
     return { user, groups, kubeconfigPath };
   }
 
+  /**
+   * A kubeconfig for a ServiceAccount, with a token the TokenRequest API minted (what a pod's
+   * projected token is): to run an operator as its own ServiceAccount, bound only to the RBAC it
+   * ships, and see what a cluster would refuse it. The ServiceAccount must exist.
+   *
+   * @example
+   * ```ts
+   * const operator = await plane.serviceAccountUser("nginx-operator-system", "nginx-operator");
+   * spawn("node", ["src/main.ts"], { env: { ...process.env, KUBECONFIG: operator.kubeconfigPath } });
+   * ```
+   */
+  async serviceAccountUser(
+    namespace: string,
+    name: string,
+    options: { expirationSeconds?: number } = {},
+  ): Promise<UserCredentials & { token: string }> {
+    const ca = this.require(this.ca, "serviceAccountUser");
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`;
+    const minted = await this.admin().post<{ status?: { token?: string }; message?: string }>(path, {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: { expirationSeconds: options.expirationSeconds ?? 3600 },
+    });
+    const token = minted.body?.status?.token;
+    if (minted.status !== 201 || !token) {
+      throw new ControlPlaneError(
+        `Could not mint a token for ServiceAccount ${namespace}/${name} (HTTP ${minted.status}): ` +
+          `${minted.body?.message ?? minted.text}. Create the ServiceAccount first.`,
+      );
+    }
+    const user = `system:serviceaccount:${namespace}:${name}`;
+    const kubeconfigPath = join(this.dir, "users", `${namespace}.${name}.kubeconfig`);
+    mkdirSync(join(this.dir, "users"), { recursive: true });
+    writeFileSync(
+      kubeconfigPath,
+      renderKubeconfig({ server: this.server, caCert: ca.cert, token, userName: user }),
+      { mode: 0o600 },
+    );
+    return {
+      user,
+      groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+      kubeconfigPath,
+      token,
+    };
+  }
+
   /** Ends every process (in reverse start order) and removes the plane's files. Safe to call twice. */
   stop(): Promise<void> {
     this.stopping ??= this.stopOnce();

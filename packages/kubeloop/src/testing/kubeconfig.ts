@@ -5,9 +5,10 @@ export interface KubeconfigSpec {
   server: string;
   /** PEM of the CA that signed the server's certificate. */
   caCert: string;
-  /** PEM client certificate and key the user authenticates with. */
-  clientCert: string;
-  clientKey: string;
+  /** How the user authenticates: a PEM client certificate and key, or a bearer token. */
+  clientCert?: string;
+  clientKey?: string;
+  token?: string;
   clusterName?: string;
   userName?: string;
   contextName?: string;
@@ -29,7 +30,13 @@ export function renderKubeconfig(spec: KubeconfigSpec): string {
     users: [
       {
         name: user,
-        user: { "client-certificate-data": b64(spec.clientCert), "client-key-data": b64(spec.clientKey) },
+        user:
+          spec.token !== undefined
+            ? { token: spec.token }
+            : {
+                "client-certificate-data": b64(spec.clientCert ?? ""),
+                "client-key-data": b64(spec.clientKey ?? ""),
+              },
       },
     ],
     contexts: [
