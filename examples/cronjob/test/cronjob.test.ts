@@ -61,6 +61,24 @@ async function jumpToNextSlot(namespace: string, name: string) {
   clock.jump(5 * 60_000 - (now % (5 * 60_000)) + 1_000);
 }
 
+/** What the Job controller would write once a Job's pod succeeded (no controller-manager here). */
+async function finish(namespace: string) {
+  for (const job of await jobs(namespace)) {
+    if (job.status?.conditions) continue;
+    const now = new Date().toISOString();
+    const conditions = [
+      { type: "SuccessCriteriaMet", status: "True", lastTransitionTime: now },
+      { type: "Complete", status: "True", lastTransitionTime: now },
+    ];
+    await client.patch(
+      Job,
+      job.metadata?.name ?? "",
+      { status: { startTime: now, completionTime: now, conditions } },
+      { namespace, subresource: "status" },
+    );
+  }
+}
+
 describe("the tutorial's CronJob operator", () => {
   it("starts a Job at each slot, owned by the CronJob, and records it in the status", async () => {
     await create("tick", "tick");
@@ -86,6 +104,26 @@ describe("the tutorial's CronJob operator", () => {
     await expect
       .poll(async () => (await client.get(CronJob, "tick", { namespace: "tick" })).status?.lastScheduleTime)
       .toBe(job?.metadata?.annotations?.[SCHEDULED_AT]);
+  });
+
+  it("keeps historyLimit finished Jobs and deletes the older ones", async () => {
+    // (The clock ran ahead of the API server's in the test above: a slot may fall due at creation.)
+    await create("tidy", "tidy", { historyLimit: 1 });
+    for (let slot = 1; slot <= 2; slot++) {
+      await finish("tidy");
+      await jumpToNextSlot("tidy", "tidy");
+      await expect
+        .poll(async () => (await client.get(CronJob, "tidy", { namespace: "tidy" })).status?.active?.length, {
+          timeout: 20_000,
+        })
+        .toBe(1);
+    }
+    await finish("tidy");
+    // Two or more finished Jobs, a limit of one: only the newest stays.
+    await expect.poll(async () => (await jobs("tidy")).length, { timeout: 20_000 }).toBe(1);
+    const [kept] = await jobs("tidy");
+    const status = (await client.get(CronJob, "tidy", { namespace: "tidy" })).status;
+    expect(kept?.metadata?.annotations?.[SCHEDULED_AT]).toBe(status?.lastScheduleTime);
   });
 
   it("reports a schedule that is not cron in its Ready condition", async () => {
