@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { connect } from "node:net";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "../client/client.js";
@@ -8,6 +9,7 @@ import type { KubeObject } from "../client/types.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { readManifests } from "../testing/crds.js";
 import { localWebhookServing } from "../testing/local-webhooks.js";
+import { sleep } from "../util/time.js";
 import { applyAll, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { loadProject, type Project } from "./project.js";
@@ -256,6 +258,9 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
       },
     });
     const exited = new Promise<number | null>((resolve) => manager?.on("exit", (code) => resolve(code)));
+    // The API server calls the webhooks on every create: a sample sent before the manager's
+    // webhook server listens is refused (connection refused), which says nothing of the operator.
+    if (serving) await listening(serving.port, exited, timeoutMs);
 
     const created: KubeObject[] = [];
     for (const sample of samples) {
@@ -440,6 +445,35 @@ async function allHaveStatus(client: Client, samples: KubeObject[]): Promise<boo
     if (!current.status || Object.keys(current.status).length === 0) return false;
   }
   return true;
+}
+
+/** Resolves once the manager accepts connections on the loopback `port`; fails if it exits first. */
+async function listening(port: number, exited: Promise<number | null>, timeoutMs: number): Promise<void> {
+  let exitCode: number | null | undefined;
+  void exited.then((code) => {
+    exitCode = code;
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return;
+    if (exitCode !== undefined)
+      throw new CliError(
+        `the manager exited (code ${exitCode}) before its webhook server listened on port ${port}`,
+      );
+    if (Date.now() > deadline)
+      throw new CliError(
+        `the manager's webhook server did not listen on port ${port} within ${timeoutMs / 1000}s`,
+      );
+    await sleep(200);
+  }
 }
 
 /** The objects still present after `timeoutMs` (none when all went). */

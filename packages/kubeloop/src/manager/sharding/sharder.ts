@@ -61,6 +61,11 @@ export interface ShardedType {
 }
 
 /** What a pass did, for logs and tests. */
+/** A pass that left objects undecided is followed by another this soon. */
+const UNSETTLED_RETRY_MS = 1_000;
+/** A patched object whose new version the cache has not shown within this is decided again. */
+const PATCH_SEEN_WITHIN_MS = 10_000;
+
 export interface SharderPass {
   assigned: number;
   drained: number;
@@ -104,7 +109,9 @@ export class Sharder {
    * Objects patched and the resourceVersion each patch was based on: until the cache shows a newer
    * version, a pass leaves them alone (a second patch could only conflict).
    */
-  private readonly patched = new Map<string, string>();
+  private readonly patched = new Map<string, { resourceVersion: string; at: number }>();
+  /** Whether the last pass left an object undecided (a conflict, or a patch not yet seen). */
+  private unsettled = false;
   /** Passes done, for tests. */
   passes = 0;
   last: SharderPass | undefined;
@@ -284,7 +291,10 @@ export class Sharder {
           this.again = false;
           this.schedule(100);
         } else {
-          this.schedule(this.options.resyncMs ?? 60_000);
+          // Work left undone comes back soon, not at the resync: an object whose patch conflicted
+          // with a concurrent write, or whose patch the cache has not shown yet, would otherwise
+          // wait up to a minute unassigned (its replica gone), or for its next unrelated change.
+          this.schedule(this.unsettled ? UNSETTLED_RETRY_MS : (this.options.resyncMs ?? 60_000));
         }
       });
     }, delayMs);
@@ -292,6 +302,7 @@ export class Sharder {
 
   private async pass(): Promise<void> {
     const pass: SharderPass = { assigned: 0, drained: 0, undrained: 0, children: 0, conflicts: 0 };
+    this.unsettled = false;
     await this.fenceAndTidy(performance.now());
     if (this.available.length === 0) {
       this.last = pass;
@@ -363,7 +374,15 @@ export class Sharder {
     const id = patchId(type, object);
     const based = this.patched.get(id);
     if (based === undefined) return false;
-    if (based === object.metadata?.resourceVersion) return true;
+    // The cache shows the patch (a newer version), or has not for too long (a patch that changed
+    // nothing leaves no event to wait for): decide again.
+    if (
+      based.resourceVersion === object.metadata?.resourceVersion &&
+      performance.now() - based.at < PATCH_SEEN_WITHIN_MS
+    ) {
+      this.unsettled = true;
+      return true;
+    }
     this.patched.delete(id);
     return false;
   }
@@ -418,7 +437,7 @@ export class Sharder {
   ): Promise<void> {
     if (this.stopped) return;
     const id = patchId(type, object);
-    this.patched.set(id, object.metadata?.resourceVersion ?? "");
+    this.patched.set(id, { resourceVersion: object.metadata?.resourceVersion ?? "", at: performance.now() });
     const metadata = object.metadata ?? {};
     try {
       await this.options.client.patch(
@@ -432,6 +451,7 @@ export class Sharder {
       );
     } catch (error) {
       this.patched.delete(id); // not written: the next pass decides again
+      this.unsettled = true;
       const name = (error as Error).name;
       if (name === "Conflict") pass.conflicts++;
       else if (name !== "NotFound")
