@@ -44,7 +44,9 @@ function helm(...args: string[]): { code: number; stdout: string; stderr: string
     env: {
       PATH: process.env.PATH,
       KUBECONFIG: plane.kubeconfigPath,
-      // Helm's own config, cache and data stay in this test's folder.
+      // Helm's own config, cache and data stay in this test's folder, and so does client-go's
+      // discovery cache ($HOME/.kube/cache; with no HOME it lands in the working directory).
+      HOME: home,
       HELM_CONFIG_HOME: join(home, "config"),
       HELM_CACHE_HOME: join(home, "cache"),
       HELM_DATA_HOME: join(home, "data"),
