@@ -35,7 +35,7 @@ import { type KubeObject, resourceType } from "../client/types.js";
  *
  * const client = await Client.connect();
  * const result = await migrateStorageVersion(client, "myapps.apps.example.com", { retire: ["v1alpha1"] });
- * console.log(`${result.rewritten} objects now stored as ${result.storageVersion}`);
+ * // result.rewritten objects are now stored as result.storageVersion; v1alpha1 is no longer served.
  * ```
  */
 

@@ -35,7 +35,7 @@ import { waitFor } from "./wait.js";
  *
  * const pg = await new PostgresServer().start();
  * try {
- *   console.log(pg.url, await pg.psql("select version()"));
+ *   const version = await pg.psql("select version()"); // your code connects with pg.url
  * } finally {
  *   await pg.stop();
  * }

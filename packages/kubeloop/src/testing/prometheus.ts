@@ -27,7 +27,7 @@ import { waitFor } from "./wait.js";
  *   ruleGroups: [{ name: "op", rules: [{ alert: "Down", expr: "up == 0" }] }],
  * }).start();
  * try {
- *   console.log(await prometheus.query("up"), await prometheus.alerts());
+ *   const [up, alerts] = [await prometheus.query("up"), await prometheus.alerts()];
  * } finally {
  *   await prometheus.stop();
  * }

@@ -14,7 +14,7 @@ import { connect, createServer, type Socket } from "node:net";
  * const proxy = await startTunnelProxy({ hosts: { "api.internal": "127.0.0.1" } });
  * // kubeconfig: clusters[].cluster.proxy-url: proxy.httpUrl (or proxy.socks5Url)
  * // ... run the client ...
- * console.log(proxy.tunnels, proxy.bytes); // ["api.internal:6443"], 18233
+ * const { tunnels, bytes } = proxy; // ["api.internal:6443"], 18233: the client went through it
  * await proxy.close();
  * ```
  */

@@ -58,6 +58,21 @@ type Builtin = Omit<
 > &
   Partial<Pick<KindInfo, "selectableFields" | "status" | "generation" | "unconditionalUpdate">>;
 
+/** The field selectors kube-apiserver accepts on Events, in core/v1 and events.k8s.io/v1 alike. */
+const EVENT_FIELDS = [
+  "involvedObject.kind",
+  "involvedObject.namespace",
+  "involvedObject.name",
+  "involvedObject.uid",
+  "involvedObject.apiVersion",
+  "involvedObject.resourceVersion",
+  "involvedObject.fieldPath",
+  "reason",
+  "reportingComponent",
+  "source",
+  "type",
+];
+
 const BUILTINS: Builtin[] = [
   {
     group: "",
@@ -101,19 +116,7 @@ const BUILTINS: Builtin[] = [
     resource: "events",
     namespaced: true,
     shortNames: ["ev"],
-    selectableFields: [
-      "involvedObject.kind",
-      "involvedObject.namespace",
-      "involvedObject.name",
-      "involvedObject.uid",
-      "involvedObject.apiVersion",
-      "involvedObject.resourceVersion",
-      "involvedObject.fieldPath",
-      "reason",
-      "reportingComponent",
-      "source",
-      "type",
-    ],
+    selectableFields: EVENT_FIELDS,
   },
   {
     group: "events.k8s.io",
@@ -122,19 +125,7 @@ const BUILTINS: Builtin[] = [
     resource: "events",
     namespaced: true,
     shortNames: ["ev"],
-    selectableFields: [
-      "involvedObject.kind",
-      "involvedObject.namespace",
-      "involvedObject.name",
-      "involvedObject.uid",
-      "involvedObject.apiVersion",
-      "involvedObject.resourceVersion",
-      "involvedObject.fieldPath",
-      "reason",
-      "reportingComponent",
-      "source",
-      "type",
-    ],
+    selectableFields: EVENT_FIELDS,
   },
   {
     group: "",
