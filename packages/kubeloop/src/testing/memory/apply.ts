@@ -352,23 +352,23 @@ function sortTree(node: Obj): Obj {
   return sorted;
 }
 
+/** Server-owned metadata an update keeps from the stored object, whatever the request says. */
+export const KEPT_METADATA = [
+  "uid",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "generation",
+];
+
+/** Metadata only the server sets: a create drops it from the request, and no manager owns it. */
+export const SERVER_METADATA = [...KEPT_METADATA, "resourceVersion", "selfLink"];
+
 /** The fields an object's owners track: everything but identity and server-owned metadata. */
 export function ownedPart(object: Obj, part: "main" | "status", statusSubresource: boolean): Obj {
   const { apiVersion: _a, kind: _k, metadata, status, ...rest } = object;
   const meta = { ...(metadata as Obj) };
-  for (const key of [
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "generateName",
-  ])
+  for (const key of ["name", "namespace", "generateName", "managedFields", ...SERVER_METADATA])
     delete meta[key];
   if (part === "status") return status === undefined ? {} : { status };
   const owned: Obj = { ...rest };

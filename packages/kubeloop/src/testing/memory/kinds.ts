@@ -3,7 +3,7 @@ import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
 /**
  * The kinds the in-memory server serves: a fixed table of built-in kinds whose behaviour is
  * emulated, and the custom resources of the CRDs created on it. Discovery lists every built-in
- * kind kube-apiserver serves (builtin-discovery.ts, captured from one), so a client resolves them
+ * kind kube-apiserver serves (builtin-discovery.json, captured from one), so a client resolves them
  * as on a cluster; requests to the ones not in this table are refused with NotEmulated.
  */
 
@@ -58,20 +58,30 @@ type Builtin = Omit<
 > &
   Partial<Pick<KindInfo, "selectableFields" | "status" | "generation" | "unconditionalUpdate">>;
 
-/** The field selectors kube-apiserver accepts on Events, in core/v1 and events.k8s.io/v1 alike. */
-const EVENT_FIELDS = [
-  "involvedObject.kind",
-  "involvedObject.namespace",
-  "involvedObject.name",
-  "involvedObject.uid",
-  "involvedObject.apiVersion",
-  "involvedObject.resourceVersion",
-  "involvedObject.fieldPath",
-  "reason",
-  "reportingComponent",
-  "source",
-  "type",
-];
+/**
+ * Event, served alike in core/v1 and events.k8s.io/v1 (one storage): the same resource, short
+ * name and field selectors kube-apiserver accepts in both groups.
+ */
+const EVENT = {
+  version: "v1",
+  kind: "Event",
+  resource: "events",
+  namespaced: true,
+  shortNames: ["ev"],
+  selectableFields: [
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+  ],
+};
 
 const BUILTINS: Builtin[] = [
   {
@@ -109,24 +119,8 @@ const BUILTINS: Builtin[] = [
     shortNames: ["sa"],
     deleteReturnsObject: true,
   },
-  {
-    group: "",
-    version: "v1",
-    kind: "Event",
-    resource: "events",
-    namespaced: true,
-    shortNames: ["ev"],
-    selectableFields: EVENT_FIELDS,
-  },
-  {
-    group: "events.k8s.io",
-    version: "v1",
-    kind: "Event",
-    resource: "events",
-    namespaced: true,
-    shortNames: ["ev"],
-    selectableFields: EVENT_FIELDS,
-  },
+  { group: "", ...EVENT },
+  { group: "events.k8s.io", ...EVENT },
   {
     group: "",
     version: "v1",

@@ -29,6 +29,24 @@ function configMap(name: string, extra: Record<string, unknown> = {}): KubeObjec
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default", ...extra } };
 }
 
+function gadget(name: string, spec: Record<string, unknown>): KubeObject & { spec: object } {
+  return { apiVersion: Gadget.apiVersion, kind: "Gadget", metadata: { name, namespace: "default" }, spec };
+}
+
+/** A fresh server's client with a ConfigMap `owner` in default, and owner references to it. */
+async function withOwner() {
+  const client = new MemoryApiServer().client();
+  const owner = await client.create(configMap("owner"));
+  const ownedBy = (extra: Record<string, unknown> = {}) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    name: "owner",
+    uid: owner.metadata.uid ?? "",
+    ...extra,
+  });
+  return { client, ownedBy };
+}
+
 async function collect<T>(iterable: AsyncIterable<T>, count: number): Promise<T[]> {
   const out: T[] = [];
   for await (const item of iterable) {
@@ -40,16 +58,8 @@ async function collect<T>(iterable: AsyncIterable<T>, count: number): Promise<T[
 
 describe("MemoryApiServer", () => {
   it("garbage-collects dependents in the background when their owner goes", async () => {
-    const server = new MemoryApiServer();
-    const client = server.client();
-    const owner = await client.create(configMap("owner"));
-    const ref = {
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      name: "owner",
-      uid: owner.metadata.uid ?? "",
-      controller: true,
-    };
+    const { client, ownedBy } = await withOwner();
+    const ref = ownedBy({ controller: true });
     await client.create(configMap("child", { ownerReferences: [ref] }));
     await client.create(
       configMap("grandchild", {
@@ -68,16 +78,8 @@ describe("MemoryApiServer", () => {
   });
 
   it("orphans dependents with propagationPolicy Orphan: owner references are removed", async () => {
-    const server = new MemoryApiServer();
-    const client = server.client();
-    const owner = await client.create(configMap("owner"));
-    await client.create(
-      configMap("child", {
-        ownerReferences: [
-          { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata.uid ?? "" },
-        ],
-      }),
-    );
+    const { client, ownedBy } = await withOwner();
+    await client.create(configMap("child", { ownerReferences: [ownedBy()] }));
     await client.delete(ConfigMap, "owner", { namespace: "default", propagationPolicy: "Orphan" });
     await expect(client.get(ConfigMap, "owner", { namespace: "default" })).rejects.toBeInstanceOf(NotFound);
     const child = await client.get(ConfigMap, "child", { namespace: "default" });
@@ -85,21 +87,11 @@ describe("MemoryApiServer", () => {
   });
 
   it("deletes in the foreground: the owner waits for a dependent that has a finalizer", async () => {
-    const server = new MemoryApiServer();
-    const client = server.client();
-    const owner = await client.create(configMap("owner"));
+    const { client, ownedBy } = await withOwner();
     await client.create(
       configMap("child", {
         finalizers: ["example.com/hold"],
-        ownerReferences: [
-          {
-            apiVersion: "v1",
-            kind: "ConfigMap",
-            name: "owner",
-            uid: owner.metadata.uid ?? "",
-            blockOwnerDeletion: true,
-          },
-        ],
+        ownerReferences: [ownedBy({ blockOwnerDeletion: true })],
       }),
     );
     const deleting = await client.delete(ConfigMap, "owner", {
@@ -206,21 +198,11 @@ describe("MemoryApiServer", () => {
       }),
     );
     const client = server.client();
-    const created = await client.create({
-      apiVersion: Gadget.apiVersion,
-      kind: "Gadget",
-      metadata: { name: "g", namespace: "default" },
-      spec: { size: 1 },
-    });
+    const created = await client.create(gadget("g", { size: 1 }));
     expect((created as { spec?: { image?: string } }).spec?.image).toBe("registry.example.com/gadget:1");
-    await expect(
-      client.create({
-        apiVersion: Gadget.apiVersion,
-        kind: "Gadget",
-        metadata: { name: "h", namespace: "default" },
-        spec: { size: 1, image: "docker.io/x" },
-      }),
-    ).rejects.toThrow(/admission webhook denied the request: images come from registry.example.com/);
+    await expect(client.create(gadget("h", { size: 1, image: "docker.io/x" }))).rejects.toThrow(
+      /admission webhook denied the request: images come from registry.example.com/,
+    );
   });
 
   it("seeds pods as test data, which lists and watches see, and refuses pod writes through the API", async () => {
@@ -254,12 +236,7 @@ describe("MemoryApiServer", () => {
   it("counts generations only for spec changes of a custom resource with a status subresource", async () => {
     const server = new MemoryApiServer({ resources: [Gadget] });
     const client = server.client();
-    const created = await client.create({
-      apiVersion: Gadget.apiVersion,
-      kind: "Gadget",
-      metadata: { name: "g", namespace: "default" },
-      spec: { size: 1 },
-    });
+    const created = await client.create(gadget("g", { size: 1 }));
     expect(created.metadata.generation).toBe(1);
     await client.patch(
       Gadget,

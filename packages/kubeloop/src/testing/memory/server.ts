@@ -6,8 +6,10 @@ import type { KubeObject } from "../../client/types.js";
 import {
   type ApplyInput,
   builtinListTypes,
+  KEPT_METADATA,
   type ListTypes,
   recordUpdate,
+  SERVER_METADATA,
   schemaListTypes,
   serverSideApply,
 } from "./apply.js";
@@ -781,16 +783,7 @@ export class MemoryApiServer {
     object.apiVersion = apiVersionOf(kind);
     object.kind = kind.kind;
     const metadata = object.metadata;
-    for (const field of [
-      "uid",
-      "resourceVersion",
-      "generation",
-      "creationTimestamp",
-      "deletionTimestamp",
-      "deletionGracePeriodSeconds",
-      "selfLink",
-    ])
-      delete metadata[field];
+    for (const field of SERVER_METADATA) delete metadata[field];
     if (!seeding) this.normalise(kind, object, undefined);
     metadata.uid = randomUUID();
     metadata.creationTimestamp = this.timestamp();
@@ -933,15 +926,7 @@ export class MemoryApiServer {
     object.apiVersion = apiVersionOf(kind);
     object.kind = kind.kind;
     const metadata = object.metadata;
-    for (const field of [
-      "uid",
-      "creationTimestamp",
-      "deletionTimestamp",
-      "deletionGracePeriodSeconds",
-      "generation",
-      "name",
-      "namespace",
-    ]) {
+    for (const field of [...KEPT_METADATA, "name", "namespace"]) {
       if (old.metadata[field] === undefined) delete metadata[field];
       else metadata[field] = old.metadata[field];
     }
