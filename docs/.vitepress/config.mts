@@ -56,6 +56,7 @@ export default defineConfig({
         text: "Concepts",
         items: [
           { text: "Overview", link: "/concepts" },
+          { text: "Architecture: layers and API", link: "/architecture" },
           { text: "Testing", link: "/testing" },
           { text: "Observability", link: "/observability" },
           { text: "Leader election and sharding", link: "/scale-out" },

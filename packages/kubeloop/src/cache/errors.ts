@@ -1,5 +1,5 @@
-import { Forbidden } from "../client/errors.js";
-import type { ResourceType } from "../client/types.js";
+import type { ResourceType } from "../client/index.js";
+import { Forbidden } from "../client/index.js";
 
 /**
  * An informer's list or watch was refused by RBAC. It is a `Forbidden` (so `instanceof Forbidden`

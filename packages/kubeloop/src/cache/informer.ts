@@ -1,6 +1,5 @@
-import type { Client } from "../client/client.js";
-import { Forbidden } from "../client/errors.js";
-import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
+import type { Client } from "../client/index.js";
+import { Forbidden, type KubeObject, objectKey, type ResourceType } from "../client/index.js";
 import { WatchForbidden } from "./errors.js";
 import { type BackoffOptions, Reflector, type ReflectorState, type ReflectorStats } from "./reflector.js";
 import { type IndexFunc, NAMESPACE_INDEX, Store } from "./store.js";

@@ -1,4 +1,4 @@
-import type { KubeObject, ResourceType } from "../client/types.js";
+import type { KubeObject, ResourceType } from "../client/index.js";
 import type { Informer, InformerHandlers } from "./informer.js";
 
 /**

@@ -1,7 +1,6 @@
-import type { Client } from "../client/client.js";
-import { Gone, UnknownKind } from "../client/errors.js";
-import type { KubeObject, ResourceType } from "../client/types.js";
-import { sleep } from "../util/time.js";
+import type { Client, KubeObject, ResourceType } from "../client/index.js";
+import { Gone, UnknownKind } from "../client/index.js";
+import { sleep } from "../util/index.js";
 
 /**
  * The reflector keeps a sink in step with the server: list, then watch from the list's

@@ -1,5 +1,4 @@
-import type { Client } from "../client/client.js";
-import type { KubeObject, ResourceType } from "../client/types.js";
+import type { Client, KubeObject, ResourceType } from "../client/index.js";
 import { Informer, type InformerOptions } from "./informer.js";
 import { MultiNamespaceInformer } from "./multi-namespace.js";
 

@@ -1,4 +1,4 @@
-import { type KubeObject, objectKey } from "../client/types.js";
+import { type KubeObject, objectKey } from "../client/index.js";
 
 /**
  * The cache's store: objects by `namespace/name`, plus indexes. The namespace index is built in;

@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Client } from "../client/client.js";
-import { NotFound } from "../client/errors.js";
-import type { KubeObject } from "../client/types.js";
-import { readManifests } from "../testing/crds.js";
+import type { Client, KubeObject } from "../client/index.js";
+import { NotFound } from "../client/index.js";
+import { readManifests } from "../testing/index.js";
 import { CliError } from "./errors.js";
 
 /**

@@ -3,10 +3,15 @@ import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writ
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Client } from "../client/client.js";
-import { type BinaryName, ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
-import { isProcessAlive } from "../testing/process.js";
-import { sleep } from "../util/time.js";
+import { Client } from "../client/index.js";
+import {
+  type BinaryName,
+  ControlPlane,
+  ensureAssets,
+  isProcessAlive,
+  type Profile,
+} from "../testing/index.js";
+import { sleep } from "../util/index.js";
 import { CliError } from "./errors.js";
 
 /**

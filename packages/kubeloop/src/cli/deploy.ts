@@ -1,11 +1,10 @@
 import { X509Certificate } from "node:crypto";
 import { parseArgs } from "node:util";
-import type { Client } from "../client/client.js";
-import { NotFound } from "../client/errors.js";
-import type { KubeObject } from "../client/types.js";
+import type { Client, KubeObject } from "../client/index.js";
+import { NotFound } from "../client/index.js";
 import { Secret } from "../k8s/index.js";
-import { CertificateAuthority } from "../testing/pki.js";
-import { type ClientConfig, mapClientConfigs } from "../webhook/define-webhooks.js";
+import { CertificateAuthority } from "../testing/index.js";
+import { type ClientConfig, mapClientConfigs } from "../webhook/index.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { refuseWhileObjectsExist } from "./install.js";

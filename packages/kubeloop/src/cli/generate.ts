@@ -2,15 +2,19 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { checkNamespaces } from "../controller/builder.js";
-import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/rbac.js";
-import type { CustomResourceDefinition } from "../resources/define-resource.js";
+import {
+  checkNamespaces,
+  type DeclaredTypes,
+  LEADER_ELECTION_RULES,
+  rbacRoles,
+} from "../controller/index.js";
+import type { CustomResourceDefinition } from "../resources/index.js";
 import {
   isWebhookDefinition,
   type WebhookTarget,
   webhookConfigurations,
   withConversion,
-} from "../webhook/define-webhooks.js";
+} from "../webhook/index.js";
 import { CliError } from "./errors.js";
 import {
   deployManifests,

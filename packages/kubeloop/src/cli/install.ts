@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { Client } from "../client/client.js";
-import { NotFound } from "../client/errors.js";
+import type { Client } from "../client/index.js";
+import { NotFound } from "../client/index.js";
 import { applyAll, CRD_TYPE, type Crd, deleteAll, describe, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { loadProject } from "./project.js";

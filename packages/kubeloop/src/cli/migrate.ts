@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { migrateStorageVersion, StorageMigrationError } from "../resources/storage-migration.js";
+import { migrateStorageVersion, StorageMigrationError } from "../resources/index.js";
 import { CliError } from "./errors.js";
 import { requireCluster } from "./target.js";
 

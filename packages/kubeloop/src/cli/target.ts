@@ -1,6 +1,4 @@
-import { Client } from "../client/client.js";
-import { loadConfig } from "../client/config.js";
-import { ConfigError } from "../client/errors.js";
+import { Client, ConfigError, loadConfig } from "../client/index.js";
 import { CliError } from "./errors.js";
 
 /**

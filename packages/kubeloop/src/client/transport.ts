@@ -1,7 +1,6 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Pool } from "undici";
-import { sleep } from "../util/time.js";
-import { TokenBucket } from "../util/token-bucket.js";
+import { sleep, TokenBucket } from "../util/index.js";
 import type { ClusterConfig, Impersonation } from "./config.js";
 import { type ApiError, apiErrorFor, ConnectionError, type Status, TooManyRequests } from "./errors.js";
 import { proxyConnector } from "./proxy.js";

@@ -1,6 +1,6 @@
 import { setTimeout as wait } from "node:timers/promises";
-import type { KubeObject, ResourceType } from "../client/types.js";
-import type { Clock } from "../queue/clock.js";
+import type { KubeObject, ResourceType } from "../client/index.js";
+import type { Clock } from "../queue/index.js";
 import { type AdaptiveConcurrency, adaptiveDefaults } from "./adaptive-workers.js";
 import {
   Controller,

@@ -1,11 +1,10 @@
 import type { Logger } from "pino";
-import type { ApplyOptions, Client, Written } from "../client/client.js";
-import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
-import { type Condition, setCondition } from "../resources/conditions.js";
-import { redactSecrets } from "../resources/secrets.js";
+import type { ApplyOptions, Client, Written } from "../client/index.js";
+import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
+import { type Condition, redactSecrets, setCondition } from "../resources/index.js";
 import type { Expectations } from "./expectations.js";
 
-export type { Condition } from "../resources/conditions.js";
+export type { Condition } from "../resources/index.js";
 
 /**
  * What a reconcile gets besides the object: the client, cache reads, a logger that names the

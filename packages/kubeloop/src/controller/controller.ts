@@ -1,17 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { type Link, SpanStatusCode, TraceFlags, trace } from "@opentelemetry/api";
 import type { Logger } from "pino";
-import type { Informer } from "../cache/informer.js";
-import type { InformerView } from "../cache/multi-namespace.js";
-import type { InformerRegistry, InformerScope } from "../cache/registry.js";
-import type { Client } from "../client/client.js";
-import { type KubeObject, objectKey, type ResourceType } from "../client/types.js";
-import type { Clock } from "../queue/clock.js";
-import type { QueueMetrics } from "../queue/metrics.js";
-import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
-import { type Condition, setCondition } from "../resources/conditions.js";
-import { groupOf } from "../resources/identify.js";
-import { redactError, redactSecrets } from "../resources/secrets.js";
+import type { Informer, InformerRegistry, InformerScope, InformerView } from "../cache/index.js";
+import type { Client } from "../client/index.js";
+import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
+import type { Clock, QueueMetrics } from "../queue/index.js";
+import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
+import { type Condition, groupOf, redactError, redactSecrets, setCondition } from "../resources/index.js";
 import { type AdaptiveConcurrency, type ApiPressure, adaptiveDefaults, decide } from "./adaptive-workers.js";
 import {
   type CacheReader,

@@ -1,4 +1,4 @@
-import { type KubeObject, objectKey } from "../client/types.js";
+import { type KubeObject, objectKey } from "../client/index.js";
 
 /**
  * Read your own writes. A reconcile that writes an object (apply, status) leaves an expectation:

@@ -1,4 +1,4 @@
-import type { KubeObject } from "../client/types.js";
+import type { KubeObject } from "../client/index.js";
 
 /**
  * Predicates decide which changes wake a controller. They see the change, not just the object,

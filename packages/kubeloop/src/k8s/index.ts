@@ -18,7 +18,7 @@ import type * as events from "kubernetes-types/events/v1.js";
 import type * as networking from "kubernetes-types/networking/v1.js";
 import type * as policy from "kubernetes-types/policy/v1.js";
 import type * as rbac from "kubernetes-types/rbac/v1.js";
-import { resourceType } from "../client/types.js";
+import { resourceType } from "../client/index.js";
 
 export type * as apps from "kubernetes-types/apps/v1.js";
 export type * as batch from "kubernetes-types/batch/v1.js";

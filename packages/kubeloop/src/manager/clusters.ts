@@ -2,12 +2,11 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
-import type { Informer } from "../cache/informer.js";
-import { InformerRegistry } from "../cache/registry.js";
-import { Client, type ClientOptions } from "../client/client.js";
-import { loadConfig } from "../client/config.js";
-import type { KubeObject } from "../client/types.js";
-import type { Controller, Request, Source } from "../controller/controller.js";
+import type { Informer } from "../cache/index.js";
+import { InformerRegistry } from "../cache/index.js";
+import type { KubeObject } from "../client/index.js";
+import { Client, type ClientOptions, loadConfig } from "../client/index.js";
+import type { Controller, Request, Source } from "../controller/index.js";
 import { Secret } from "../k8s/index.js";
 
 /**

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/tls.js";
+import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { MetricsSource } from "./metrics.js";
 
 /**

@@ -14,7 +14,7 @@
  */
 
 // The TLS bits the manager's servers share, for a HealthServer or WebhookServer of your own.
-export { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/tls.js";
+export { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/index.js";
 export {
   type Cluster,
   ClusterNotFound,

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.js";
-import type { Client } from "../client/client.js";
-import { AlreadyExists, Conflict, NotFound } from "../client/errors.js";
-import { microTime } from "../resources/events.js";
+import type { Client } from "../client/index.js";
+import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
+import { microTime } from "../resources/index.js";
 
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease: client-go's algorithm

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Client } from "../client/client.js";
+import type { Client } from "../client/index.js";
 
 /**
  * Who may read `/metrics`: the Kubernetes API decides, as controller-runtime's

@@ -1,8 +1,7 @@
 import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
-import type { TransportOptions } from "../client/transport.js";
-import type { QueueMetrics } from "../queue/metrics.js";
-import { WORKQUEUE_METRIC_NAMES as WQ } from "../queue/metrics.js";
-import { DEFAULT_PRIORITY } from "../queue/queue.js";
+import type { TransportOptions } from "../client/index.js";
+import type { QueueMetrics } from "../queue/index.js";
+import { DEFAULT_PRIORITY, WORKQUEUE_METRIC_NAMES as WQ } from "../queue/index.js";
 import type { LeaderElectionMetrics } from "./leader-election.js";
 
 /**

@@ -1,7 +1,13 @@
 import { isDeepStrictEqual } from "node:util";
-import type { ApplyOptions, Client, WriteOptions, Written } from "../client/client.js";
-import { AlreadyExists, Conflict, NotFound } from "../client/errors.js";
-import type { KubeObject, ResourceType } from "../client/types.js";
+import type {
+  ApplyOptions,
+  Client,
+  KubeObject,
+  ResourceType,
+  WriteOptions,
+  Written,
+} from "../client/index.js";
+import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
 import { setControllerReference } from "./owner-references.js";
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
 

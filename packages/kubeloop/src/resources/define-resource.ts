@@ -1,5 +1,5 @@
 import type { Static, TSchema } from "typebox";
-import type { KubeObject, ObjectMeta, ResourceType } from "../client/types.js";
+import type { KubeObject, ObjectMeta, ResourceType } from "../client/index.js";
 import { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
 
 /**

@@ -1,6 +1,5 @@
-import type { Client } from "../client/client.js";
-import { NotFound } from "../client/errors.js";
-import type { KubeObject } from "../client/types.js";
+import type { Client, KubeObject } from "../client/index.js";
+import { NotFound } from "../client/index.js";
 import { identify } from "./identify.js";
 import { isQualifiedName } from "./names.js";
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";

@@ -1,4 +1,4 @@
-import type { KubeObject, ResourceType } from "../client/types.js";
+import type { KubeObject, ResourceType } from "../client/index.js";
 
 /** `apps/v1` → `apps`; `v1` (the core group) → "". */
 export function groupOf(apiVersion: string): string {

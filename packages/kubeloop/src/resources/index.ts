@@ -78,6 +78,7 @@ export {
   MAX_EVENT_NOTE_BYTES,
   MAX_PENDING_EVENT_WRITES,
   MAX_TRACKED_EVENTS,
+  microTime,
 } from "./events.js";
 export {
   addFinalizer,
@@ -88,6 +89,7 @@ export {
   isDeleting,
   removeFinalizer,
 } from "./finalizers.js";
+export { groupOf, versionOf } from "./identify.js";
 export {
   controllerOf,
   controllerReference,

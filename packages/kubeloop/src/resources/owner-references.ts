@@ -1,5 +1,5 @@
 import type { OwnerReference } from "kubernetes-types/meta/v1.js";
-import type { KubeObject } from "../client/types.js";
+import type { KubeObject } from "../client/index.js";
 import { AlreadyOwned, InvalidOwnerReference } from "./errors.js";
 import { groupOf } from "./identify.js";
 

@@ -1,4 +1,4 @@
-import { Conflict } from "../client/errors.js";
+import { Conflict } from "../client/index.js";
 
 /**
  * Read-modify-write loops retry on 409 Conflict: the object changed between our read and our write,

@@ -1,5 +1,4 @@
-import type { ApplyOptions, Client, Written } from "../client/client.js";
-import type { KubeObject } from "../client/types.js";
+import type { ApplyOptions, Client, KubeObject, Written } from "../client/index.js";
 import { identify } from "./identify.js";
 
 /**

@@ -1,6 +1,5 @@
-import type { Client } from "../client/client.js";
-import { Conflict, Gone, NotFound } from "../client/errors.js";
-import { type KubeObject, resourceType } from "../client/types.js";
+import type { Client } from "../client/index.js";
+import { Conflict, Gone, type KubeObject, NotFound, resourceType } from "../client/index.js";
 
 /**
  * Retiring a CRD version, the four steps the Kubernetes docs give ("upgrade existing objects to a

@@ -1,7 +1,6 @@
 import { once } from "node:events";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { sleep } from "../util/time.js";
-import { TokenBucket } from "../util/token-bucket.js";
+import { sleep, TokenBucket } from "../util/index.js";
 
 /**
  * A TCP proxy that injects network faults between a client and a server, for reliability tests:

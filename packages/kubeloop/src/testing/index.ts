@@ -73,6 +73,7 @@ export {
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";
+export { CertificateAuthority } from "./pki.js";
 export {
   DEFAULT_POSTGRES_START_TIMEOUT_MS,
   locatePostgres,
@@ -82,6 +83,7 @@ export {
   PostgresServerError,
   type PostgresServerOptions,
 } from "./postgres.js";
+export { isProcessAlive } from "./process.js";
 export {
   findPrometheusBinary,
   type PrometheusAlert,

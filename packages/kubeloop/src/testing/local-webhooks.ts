@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClientConfig, mapClientConfigs } from "../webhook/define-webhooks.js";
+import { type ClientConfig, mapClientConfigs } from "../webhook/index.js";
 import { CertificateAuthority } from "./pki.js";
 import { freePorts } from "./ports.js";
 

@@ -10,9 +10,11 @@
  * ```
  */
 export {
+  type ClientConfig,
   defineWebhooks,
   isWebhookDefinition,
   type LabelSelector,
+  mapClientConfigs,
   type WebhookConfigurations,
   type WebhookDefinition,
   type WebhookParts,

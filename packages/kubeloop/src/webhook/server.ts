@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:https";
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import type { KubeObject } from "../client/types.js";
-import { versionOf } from "../resources/identify.js";
-import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/tls.js";
+import type { KubeObject } from "../client/index.js";
+import { versionOf } from "../resources/index.js";
+import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
 

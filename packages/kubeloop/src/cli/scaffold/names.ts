@@ -1,4 +1,4 @@
-import { pluralize } from "../../resources/define-resource.js";
+import { pluralize } from "../../resources/index.js";
 import { CliError } from "../errors.js";
 
 /**

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
-import type { InformerRegistry } from "../../cache/registry.js";
-import type { Client } from "../../client/client.js";
+import type { InformerRegistry } from "../../cache/index.js";
+import type { Client } from "../../client/index.js";
 import { LeaderElector, type LeaderElectorOptions, type StoppedLeading } from "../leader-election.js";
 import { checkRing, checkShardId } from "./ring.js";
 import { ShardMember } from "./shard.js";

@@ -1,5 +1,5 @@
-import type { KubeObject } from "../../client/types.js";
-import { groupOf } from "../../resources/identify.js";
+import type { KubeObject } from "../../client/index.js";
+import { groupOf } from "../../resources/index.js";
 
 /**
  * Which replica of a ring owns an object: rendezvous (highest-random-weight) hashing of the

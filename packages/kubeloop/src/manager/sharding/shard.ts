@@ -1,6 +1,5 @@
-import type { Client } from "../../client/client.js";
-import type { KubeObject, ResourceType } from "../../client/types.js";
-import type { ShardGate } from "../../controller/controller.js";
+import type { Client, KubeObject, ResourceType } from "../../client/index.js";
+import type { ShardGate } from "../../controller/index.js";
 import { drainLabel, RING_LABEL, shardLabel } from "./ring.js";
 
 /**

@@ -1,13 +1,9 @@
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import type { Logger } from "pino";
-import type { Informer } from "../../cache/informer.js";
-import type { InformerView } from "../../cache/multi-namespace.js";
-import type { InformerRegistry } from "../../cache/registry.js";
-import type { Client } from "../../client/client.js";
-import type { KubeObject, ResourceType } from "../../client/types.js";
+import type { Informer, InformerRegistry, InformerView } from "../../cache/index.js";
+import type { Client, KubeObject, ResourceType } from "../../client/index.js";
 import { Lease as LeaseType } from "../../k8s/index.js";
-import { microTime } from "../../resources/events.js";
-import { groupOf } from "../../resources/identify.js";
+import { groupOf, microTime } from "../../resources/index.js";
 import { drainLabel, ownerOf, RING_LABEL, shardKey, shardLabel } from "./ring.js";
 
 /**

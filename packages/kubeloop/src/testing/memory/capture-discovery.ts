@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Client } from "../../client/client.js";
+import { Client } from "../../client/index.js";
 import { ControlPlane } from "../control-plane.js";
 
 /** The aggregated discovery media type; the server answers the legacy documents to plain JSON. */

@@ -1,4 +1,4 @@
-import type { Status, StatusCause } from "../../client/errors.js";
+import type { Status, StatusCause } from "../../client/index.js";
 
 /**
  * The API server's refusals, as the Status objects kube-apiserver writes (same reason, code,

@@ -1,10 +1,9 @@
 import pino from "pino";
-import { InformerRegistry } from "../../cache/registry.js";
-import type { Client } from "../../client/client.js";
-import type { KubeObject } from "../../client/types.js";
-import type { EventSink } from "../../controller/context.js";
-import { Controller, type ControllerMetrics } from "../../controller/controller.js";
-import { FakeClock } from "../../queue/clock.js";
+import { InformerRegistry } from "../../cache/index.js";
+import type { Client, KubeObject } from "../../client/index.js";
+import type { EventSink } from "../../controller/index.js";
+import { Controller, type ControllerMetrics } from "../../controller/index.js";
+import { FakeClock } from "../../queue/index.js";
 import { MemoryApiServer, type MemoryApiServerOptions } from "./server.js";
 
 /** An event a reconcile recorded (`ctx.event`, or a failure's Warning). */

@@ -4,7 +4,7 @@ import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import type { HttpRequest } from "../../client/transport.js";
+import type { HttpRequest } from "../../client/index.js";
 import { renderKubeconfig } from "../kubeconfig.js";
 import { CertificateAuthority } from "../pki.js";
 import { NotEmulated, notFound, StatusError, unsupportedMediaType } from "./errors.js";

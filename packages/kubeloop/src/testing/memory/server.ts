@@ -1,8 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { Client } from "../../client/client.js";
-import type { ClusterConfig } from "../../client/config.js";
-import type { HttpRequest, HttpResponse, StreamRequest } from "../../client/transport.js";
-import type { KubeObject } from "../../client/types.js";
+import type {
+  ClusterConfig,
+  HttpRequest,
+  HttpResponse,
+  KubeObject,
+  StreamRequest,
+} from "../../client/index.js";
+import { Client } from "../../client/index.js";
 import {
   type ApplyInput,
   builtinListTypes,

@@ -1,6 +1,11 @@
-import type { ApiTransport } from "../../client/api-transport.js";
-import { apiErrorFor } from "../../client/errors.js";
-import type { HttpRequest, HttpResponse, StreamRequest, StreamResponse } from "../../client/transport.js";
+import type {
+  ApiTransport,
+  HttpRequest,
+  HttpResponse,
+  StreamRequest,
+  StreamResponse,
+} from "../../client/index.js";
+import { apiErrorFor } from "../../client/index.js";
 import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
 import type { UserInfo } from "./rbac.js";

@@ -1,0 +1,76 @@
+// The layering of packages/kubeloop/src as a rule (docs/architecture.md). `npm run lint` runs it.
+// A layer imports only layers of a lower rank, and from another folder only its index.ts.
+
+/** Bottom to top; layers of the same rank may not import each other. */
+const LAYERS = [
+  ["util"],
+  ["queue", "client"],
+  ["k8s"],
+  ["resources", "cache"],
+  ["webhook", "controller"],
+  ["manager"],
+  ["testing"],
+  ["cli"],
+];
+
+const SRC = "^packages/kubeloop/src/";
+/**
+ * Tests are consumers of their layer, like examples: they may start a ControlPlane or a Manager and reach
+ * the module they test. They are left out of the cruise (swc's walker also stops at `using` declarations).
+ */
+const TESTS = "^packages/kubeloop/src/.*\\.test\\.ts$";
+
+const rank = new Map(LAYERS.flatMap((names, index) => names.map((name) => [name, index])));
+const layerOrder = [...rank].map(([layer, own]) => {
+  const notBelow = [...rank].filter(([other, r]) => other !== layer && r >= own).map(([other]) => other);
+  return {
+    name: "layer-order",
+    comment: `${layer}/ (rank ${own}) imports only layers below it; not ${notBelow.join(", ")} nor the root index.ts`,
+    severity: "error",
+    from: { path: `${SRC}${layer}/` },
+    to: { path: [`${SRC}(${notBelow.join("|")})/`, `${SRC}index\\.ts$`] },
+  };
+});
+
+module.exports = {
+  forbidden: [
+    ...layerOrder,
+    {
+      name: "unknown-layer",
+      comment: "every folder of packages/kubeloop/src is a layer listed in .dependency-cruiser.cjs",
+      severity: "error",
+      from: { path: `${SRC}[^/]+/` },
+      to: { path: `${SRC}(?!(${[...rank.keys()].join("|")})/)[^/]+/` },
+    },
+    {
+      name: "index-only",
+      comment: "from outside a layer, import only its index.ts (what it chose to export)",
+      severity: "error",
+      from: { path: `${SRC}([^/]+)/` },
+      to: { path: `${SRC}[^/]+/.`, pathNot: [`${SRC}$1/`, `${SRC}[^/]+/index\\.ts$`] },
+    },
+    {
+      name: "index-only",
+      comment: "the root entry point re-exports layers' index.ts only",
+      severity: "error",
+      from: { path: `${SRC}index\\.ts$` },
+      to: { path: `${SRC}[^/]+/.`, pathNot: `${SRC}[^/]+/index\\.ts$` },
+    },
+    {
+      name: "public-api-only",
+      comment:
+        "examples, benchmarks, docs and scripts import kubeloop like a user: `kubeloop` or `kubeloop/<layer>`",
+      severity: "error",
+      from: { path: "^(examples|bench|docs|scripts)/" },
+      to: { path: "^packages/kubeloop/src/" },
+    },
+  ],
+  options: {
+    // TypeScript 7 has no compiler API yet; swc parses the sources (type-only imports included).
+    parser: "swc",
+    doNotFollow: { path: ["node_modules", "/dist/"] },
+    exclude: { path: [TESTS, "node_modules", "/dist/", "\\.vitepress/(cache|dist)", "/\\.kubeloop/"] },
+    enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".mts"] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

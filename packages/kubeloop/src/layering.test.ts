@@ -1,0 +1,92 @@
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+
+// The layering rule of docs/architecture.md, run as `npm run lint` runs it (the dependency-cruiser CLI
+// and the repository's .dependency-cruiser.cjs), on a small tree of files made for each case.
+
+const repository = join(dirname(fileURLToPath(import.meta.url)), "../../..");
+const depcruise = join(repository, "node_modules/dependency-cruiser/bin/dependency-cruiser.mjs");
+const config = join(repository, ".dependency-cruiser.cjs");
+const run = promisify(execFile);
+
+let root: string | undefined;
+afterEach(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+/** Writes `files` (paths under packages/kubeloop/src) and cruises them; the exit code and the report. */
+async function cruise(files: Record<string, string>): Promise<{ code: number; output: string }> {
+  root = await mkdtemp(join(tmpdir(), "kubeloop-layering-"));
+  for (const [path, text] of Object.entries(files)) {
+    const file = join(root, "packages/kubeloop/src", path);
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, text);
+  }
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [depcruise, "--config", config, "--output-type", "err", "packages/kubeloop/src"],
+      { cwd: root },
+    );
+    return { code: 0, output: stdout + stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, output: failed.stdout + failed.stderr };
+  }
+}
+
+const layers = {
+  "queue/index.ts": 'export { WorkQueue } from "./queue.js";\n',
+  "queue/queue.ts": "export class WorkQueue {}\n",
+  "controller/index.ts": 'export { Controller } from "./controller.js";\n',
+  "controller/controller.ts":
+    'import { WorkQueue } from "../queue/index.js";\nexport class Controller { queue = new WorkQueue(); }\n',
+};
+
+describe("the layering rule", () => {
+  it("passes imports that go down, through a layer's index.ts", async () => {
+    const { code, output } = await cruise(layers);
+    expect(output).not.toContain("error");
+    expect(code).toBe(0);
+  });
+
+  it("fails a lower layer importing a higher one", async () => {
+    const { code, output } = await cruise({
+      ...layers,
+      "queue/queue.ts":
+        'import type { Controller } from "../controller/index.js";\nexport class WorkQueue { c?: Controller; }\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toMatch(
+      /error layer-order: packages\/kubeloop\/src\/queue\/queue\.ts → .*controller\/index\.ts/,
+    );
+  });
+
+  it("fails reaching past another layer's index.ts", async () => {
+    const { code, output } = await cruise({
+      ...layers,
+      "controller/controller.ts":
+        'import { WorkQueue } from "../queue/queue.js";\nexport class Controller { queue = new WorkQueue(); }\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toMatch(
+      /error index-only: packages\/kubeloop\/src\/controller\/controller\.ts → .*queue\/queue\.ts/,
+    );
+  });
+
+  it("fails a folder that is not a layer", async () => {
+    const { code, output } = await cruise({
+      ...layers,
+      "extras/index.ts": 'export * from "../controller/index.js";\n',
+      "controller/more.ts": 'import "../extras/index.js";\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toContain("unknown-layer");
+  });
+});
