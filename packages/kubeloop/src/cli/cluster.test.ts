@@ -1,23 +1,11 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { clusterCli } from "../../test/cluster-cli.js";
 import { processesMentioning } from "../../test/processes.js";
 import { kubectl } from "../testing/kubectl.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
-const dir = join(mkdtempSync(join(tmpdir(), "kubeloop-cli-")), "cluster");
-
-function kubeloop(...args: string[]) {
-  const result = spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 180_000 });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-afterAll(() => {
-  kubeloop("cluster", "stop", "--dir", dir);
-  rmSync(join(dir, ".."), { recursive: true, force: true });
-});
+const { dir, kubeloop } = clusterCli("kubeloop-cli-");
 
 describe("kubeloop cluster", () => {
   it("starts a cluster in the background and prints how to use it", () => {

@@ -1,16 +1,15 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kubectlOn } from "../../test/plane-kubectl.js";
 import { resolveKubernetesVersion } from "./assets/versions.js";
 import { ControlPlane } from "./control-plane.js";
-import { kubectl } from "./kubectl.js";
 
 const fixtures = join(import.meta.dirname, "../../test/fixtures");
 
 describe("ControlPlane, apiserver profile", () => {
   let plane: ControlPlane;
-  const k = (args: string[], input?: string) =>
-    kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
+  const k = kubectlOn(() => plane);
 
   beforeAll(async () => {
     plane = await new ControlPlane({
@@ -100,9 +99,8 @@ spec: { size: 0 }
 
   it("issues kubeconfigs for other users, whom RBAC governs", async () => {
     const viewer = plane.addUser("jane", ["testers"]);
-    const denied = await kubectl(["get", "configmaps", "-n", "default"], {
-      kubeconfig: viewer.kubeconfigPath,
-    });
+    const listAsJane = () => k(["get", "configmaps", "-n", "default"], undefined, viewer.kubeconfigPath);
+    const denied = await listAsJane();
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toContain('User "jane" cannot list resource "configmaps"');
     // Not the built-in `view`: its rules are aggregated by kube-controller-manager, absent in this profile.
@@ -114,12 +112,10 @@ spec: { size: 0 }
         .code,
     ).toBe(0);
     // The authorizer learns of new bindings through its own watch, a moment after the write.
-    let allowed = await kubectl(["get", "configmaps", "-n", "default"], {
-      kubeconfig: viewer.kubeconfigPath,
-    });
+    let allowed = await listAsJane();
     for (let i = 0; allowed.code !== 0 && i < 50; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      allowed = await kubectl(["get", "configmaps", "-n", "default"], { kubeconfig: viewer.kubeconfigPath });
+      allowed = await listAsJane();
     }
     expect(allowed.code, allowed.stderr).toBe(0);
   });

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOwner, jsonpath, kubectlOn } from "../../test/plane-kubectl.js";
 import { ControlPlane } from "./control-plane.js";
-import { kubectl } from "./kubectl.js";
 
 describe("ControlPlane, cluster profile", () => {
   let plane: ControlPlane;
-  const k = (args: string[], input?: string) =>
-    kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
+  const k = kubectlOn(() => plane);
 
   beforeAll(async () => {
     plane = await new ControlPlane({ profile: "cluster", nodes: 2 }).start();
@@ -30,33 +29,20 @@ describe("ControlPlane, cluster profile", () => {
     expect(created.code, created.stderr).toBe(0);
     const rollout = await k(["-n", "deploy", "rollout", "status", "deployment/web", "--timeout=90s"]);
     expect(rollout.code, rollout.stderr).toBe(0);
-    const ready = await k([
-      "-n",
+    expect(await jsonpath(k, "deploy", ["deployment", "web"], "{.status.readyReplicas}")).toBe("3");
+    const pods = await jsonpath(
+      k,
       "deploy",
-      "get",
-      "deployment",
-      "web",
-      "-o",
-      "jsonpath={.status.readyReplicas}",
-    ]);
-    expect(ready.stdout).toBe("3");
-    const pods = await k([
-      "-n",
-      "deploy",
-      "get",
-      "pods",
-      "-o",
-      'jsonpath={range .items[*]}{.status.phase} {.spec.nodeName}{"\\n"}{end}',
-    ]);
-    const lines = pods.stdout.trim().split("\n");
+      ["pods"],
+      '{range .items[*]}{.status.phase} {.spec.nodeName}{"\\n"}{end}',
+    );
+    const lines = pods.trim().split("\n");
     expect(lines).toHaveLength(3);
     for (const line of lines) expect(line).toMatch(/^Running kwok-node-[01]$/);
   });
 
   it("garbage-collects the dependents of a deleted owner", async () => {
-    expect((await k(["create", "namespace", "gc"])).code).toBe(0);
-    expect((await k(["-n", "gc", "create", "configmap", "owner"])).code).toBe(0);
-    const uid = (await k(["-n", "gc", "get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"])).stdout;
+    const uid = await createOwner(k, "gc");
     expect(uid).toMatch(/^[0-9a-f-]{36}$/);
     const dependent = `apiVersion: v1
 kind: Secret

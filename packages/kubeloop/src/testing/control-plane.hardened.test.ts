@@ -1,17 +1,16 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOwner, jsonpath, kubectlOn } from "../../test/plane-kubectl.js";
+import { HARDENED_ADMISSION_PLUGINS, readAuditLog } from "./control-plane/hardened.js";
 import { ControlPlane } from "./control-plane.js";
 import { ControlPlaneError } from "./errors.js";
-import { HARDENED_ADMISSION_PLUGINS } from "./hardened.js";
-import { kubectl } from "./kubectl.js";
 
 // The hardened option, on the apiserver profile (admission and authentication are the API
 // server's alone): each setting is shown by the request it refuses or changes.
 
 let plane: ControlPlane;
-const k = (args: string[], input?: string, kubeconfig = plane.kubeconfigPath) =>
-  kubectl(args, { kubeconfig, ...(input ? { input } : {}) });
+const k = kubectlOn(() => plane);
 
 beforeAll(async () => {
   plane = await new ControlPlane({ profile: "apiserver", hardened: true }).start();
@@ -69,23 +68,13 @@ describe("ControlPlane, hardened", () => {
     expect(refused.stderr).toContain("runAsNonRoot != true");
     const accepted = await k(["-n", "pss", "create", "-f", "-"], pod("tight", true));
     expect(accepted.code, accepted.stderr).toBe(0);
-    const policy = await k([
-      "-n",
-      "pss",
-      "get",
-      "pod",
-      "tight",
-      "-o",
-      "jsonpath={.spec.containers[0].imagePullPolicy}",
-    ]);
-    expect(policy.stdout).toBe("Always");
+    expect(await jsonpath(k, "pss", ["pod", "tight"], "{.spec.containers[0].imagePullPolicy}")).toBe(
+      "Always",
+    );
   });
 
   it("lets only who may update the owner's finalizers set blockOwnerDeletion, and audits who wrote", async () => {
-    expect((await k(["create", "namespace", "owners"])).code).toBe(0);
-    expect((await k(["-n", "owners", "create", "configmap", "owner"])).code).toBe(0);
-    const uid = (await k(["-n", "owners", "get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"]))
-      .stdout;
+    const uid = await createOwner(k, "owners");
     const user = plane.addUser("child-writer");
     const grant = (name: string, resources: string) =>
       k(["-n", "owners", "create", "role", name, "--verb=get,create,update", `--resource=${resources}`]).then(
@@ -120,19 +109,7 @@ describe("ControlPlane, hardened", () => {
     const created = await k(["-n", "owners", "create", "-f", "-"], child("second"), user.kubeconfigPath);
     expect(created.code, created.stderr).toBe(0);
 
-    const records = readFileSync(plane.auditLogPath, "utf8")
-      .trim()
-      .split("\n")
-      .map(
-        (line) =>
-          JSON.parse(line) as {
-            verb: string;
-            user: { username: string };
-            objectRef?: { resource?: string; name?: string };
-            responseStatus?: { code?: number };
-          },
-      );
-    const creates = records.filter(
+    const creates = readAuditLog(plane.auditLogPath).filter(
       (r) =>
         r.verb === "create" && r.objectRef?.resource === "configmaps" && r.user.username === "child-writer",
     );

@@ -1,22 +1,10 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  chownSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startWatchdog, track, untrack } from "./cleanup.js";
 import { quoteLog } from "./errors.js";
 import { freePorts } from "./ports.js";
-import { ManagedProcess } from "./process.js";
-import { waitFor } from "./wait.js";
+import { ProcessGroup, tempDir } from "./process.js";
 
 /**
  * A real PostgreSQL server on loopback, for tests of operators that manage databases: `initdb` in a
@@ -69,7 +57,6 @@ export const DEFAULT_POSTGRES_START_TIMEOUT_MS = 60_000;
 const START_ATTEMPTS = 3;
 const HOST = "127.0.0.1";
 const READY_LINE = /database system is ready to accept connections/;
-const PORT_TAKEN = /could not bind|address already in use|could not create any TCP\/IP sockets/i;
 
 /** PostgreSQL binaries are missing, or the server could not start or stopped while it ran. */
 export class PostgresServerError extends Error {
@@ -130,11 +117,9 @@ export class PostgresServer {
   private dirPath: string | undefined;
   private portNumber: number | undefined;
   private serverVersion: string | undefined;
-  private process: ManagedProcess | undefined;
+  private group: ProcessGroup | undefined;
   private runAs: { uid: number; gid: number } | undefined;
   private started = false;
-  private stopping: Promise<void> | undefined;
-  private readonly disposable = { disposeNow: () => this.disposeNow() };
 
   constructor(options: PostgresServerOptions = {}) {
     this.options = options;
@@ -181,24 +166,20 @@ export class PostgresServer {
     this.started = true;
     this.bin = locatePostgres(this.options.binDir);
     this.runAs = unprivilegedUser();
-    this.dirPath = mkdtempSync(join(tmpdir(), "kubeloop-pg-"));
-    track(this.disposable, this.options.handleSignals ?? true);
-    writeFileSync(this.pidFile(), "");
-    startWatchdog(this.pidFile(), [this.dirPath]);
+    const dir = tempDir("kubeloop-pg-");
+    this.dirPath = dir;
+    // The pid file sits beside the folder, which belongs to the server's user.
+    const group = new ProcessGroup({
+      pidFile: `${dir}.pids`,
+      removeOnOrphan: [dir],
+      handleSignals: this.options.handleSignals ?? true,
+      removeFiles: () => rmSync(dir, { recursive: true, force: true }),
+    });
+    this.group = group;
     try {
-      this.own(this.dirPath);
+      this.own(dir);
       await this.initdb();
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.startOnce();
-          break;
-        } catch (error) {
-          const portTaken = PORT_TAKEN.test(this.process?.tail(30) ?? "");
-          await this.process?.stop();
-          if (portTaken && attempt < START_ATTEMPTS) continue;
-          throw error;
-        }
-      }
+      await group.startRetryingPortClashes(START_ATTEMPTS, () => this.startOnce(group));
       this.serverVersion = (await this.psql("show server_version")).split(" ")[0];
     } catch (error) {
       await this.stop();
@@ -219,20 +200,12 @@ export class PostgresServer {
   }
 
   /** Ends the server (fast shutdown: open sessions are cut) and removes its files. Safe to call twice. */
-  stop(): Promise<void> {
-    this.stopping ??= this.stopOnce();
-    return this.stopping;
+  async stop(): Promise<void> {
+    await this.group?.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
-  }
-
-  private async stopOnce(): Promise<void> {
-    await this.process?.stop();
-    this.process = undefined;
-    this.removeFiles();
-    untrack(this.disposable);
   }
 
   private async initdb(): Promise<void> {
@@ -256,7 +229,7 @@ export class PostgresServer {
     }
   }
 
-  private async startOnce(): Promise<void> {
+  private async startOnce(group: ProcessGroup): Promise<void> {
     const [port] = (await freePorts(1)) as [number];
     this.portNumber = port;
     const socketDir = join(this.dir, "socket");
@@ -277,7 +250,7 @@ export class PostgresServer {
     for (const [name, value] of Object.entries(settings)) args.push("-c", `${name}=${value}`);
     const logPath = this.logPath;
     if (existsSync(logPath)) rmSync(logPath);
-    const server = new ManagedProcess({
+    const server = group.spawn({
       name: "postgres",
       binary: join(this.binDir, "postgres"),
       args,
@@ -287,41 +260,15 @@ export class PostgresServer {
       stopSignal: "SIGINT",
       ...(this.runAs ?? {}),
     });
-    this.process = server;
-    writeFileSync(this.pidFile(), `${server.pid ?? ""}\n`);
-    await waitFor("PostgreSQL to accept connections", async () => READY_LINE.test(server.tail(60)), {
+    await group.waitUntil("PostgreSQL to accept connections", async () => READY_LINE.test(server.tail(60)), {
       timeoutMs: this.options.startTimeoutMs ?? DEFAULT_POSTGRES_START_TIMEOUT_MS,
-      abortIf: () => {
-        if (!server.hasExited) return;
-        throw new PostgresServerError(
-          `postgres ${server.describeExit()} while starting. Last lines of ${logPath}:\n${quoteLog(server.tail(25))}`,
-        );
-      },
+      failure: (dead) => new PostgresServerError(dead.describeFailure("starting")),
     });
   }
 
   /** PostgreSQL refuses to run as root: the files go to the unprivileged user it runs as. */
   private own(path: string): void {
     if (this.runAs) chownSync(path, this.runAs.uid, this.runAs.gid);
-  }
-
-  private removeFiles(): void {
-    if (!this.dirPath) return;
-    rmSync(this.dirPath, { recursive: true, force: true });
-    rmSync(this.pidFile(), { force: true }); // the watchdog's sign that we cleaned up ourselves
-  }
-
-  private disposeNow(): void {
-    this.process?.killNow();
-    try {
-      this.removeFiles();
-    } catch {
-      // Best effort in an exit handler; the watchdog finishes the job.
-    }
-  }
-
-  private pidFile(): string {
-    return `${this.dir}.pids`;
   }
 
   private require<V>(value: V | undefined, what: string): V {

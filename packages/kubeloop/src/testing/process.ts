@@ -1,10 +1,20 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startWatchdog, track, untrack } from "./cleanup.js";
+import { quoteLog } from "./errors.js";
+import { waitFor } from "./wait.js";
 
 /**
- * One long-running control-plane process: its output goes to a log file and a short in-memory
- * tail (for error messages), its exit is a promise, and stopping it escalates from SIGTERM to
- * SIGKILL so a stuck process never hangs a test run.
+ * The processes the test kit runs (the control plane's components, PostgreSQL, Prometheus):
+ *
+ * - {@link ManagedProcess}: one long-running process. Its output goes to a log file and a short
+ *   in-memory tail (for error messages), its exit is a promise, and stopping it escalates from
+ *   SIGTERM to SIGKILL so a stuck process never hangs a test run.
+ * - {@link ProcessGroup}: the processes of one server, which never outlive their owner: a pid file
+ *   for the watchdog, exit and signal handlers, waits that fail at once when a process died, fresh
+ *   starts when a port was taken, and stopping in order, once.
  */
 
 export interface ProcessSpec {
@@ -38,6 +48,7 @@ export class ManagedProcess {
   readonly binary: string;
   readonly logPath: string;
   readonly exited: Promise<Exit>;
+  private readonly spec: ProcessSpec;
   private readonly child: ChildProcess;
   private readonly log: WriteStream;
   private readonly stopSignal: NodeJS.Signals;
@@ -46,6 +57,7 @@ export class ManagedProcess {
   private exit: Exit | undefined;
 
   constructor(spec: ProcessSpec) {
+    this.spec = spec;
     this.name = spec.name;
     this.binary = spec.binary;
     this.logPath = spec.logPath;
@@ -91,6 +103,11 @@ export class ManagedProcess {
     return this.exit;
   }
 
+  /** The same process again (same binary, flags and log file, which it appends to). */
+  respawn(): ManagedProcess {
+    return new ManagedProcess(this.spec);
+  }
+
   /** The last lines the process printed. */
   tail(count = 30): string {
     const lines = this.partial ? [...this.lines, this.partial] : this.lines;
@@ -104,6 +121,18 @@ export class ManagedProcess {
     if (exit.error) return `could not be started (${exit.error.code ?? exit.error.message})`;
     if (exit.signal) return `was killed by ${exit.signal}`;
     return `exited with code ${exit.code}`;
+  }
+
+  /**
+   * Says that the process ended while the owner was `doing` something, with its last log lines:
+   * the body of the error a waiting owner throws.
+   */
+  describeFailure(doing: string, lines = 25): string {
+    const tail = this.tail(lines);
+    return (
+      `${this.name} ${this.describeExit()} while ${doing}.` +
+      (tail ? `\nLast lines of ${this.logPath}:\n${quoteLog(tail)}` : ` Its log (${this.logPath}) is empty.`)
+    );
   }
 
   /** The stop signal (SIGTERM by default), then SIGKILL after `graceMs`. Resolves once the process is gone. */
@@ -152,5 +181,161 @@ export function isProcessAlive(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** What a bind failure looks like in the logs of the servers the test kit runs (Go's, PostgreSQL's). */
+export const PORT_TAKEN = /address already in use|could not bind|could not create any TCP\/IP sockets/i;
+
+/** A fresh folder under the system temp dir, e.g. `tempDir("kubeloop-pg-")`. */
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface ProcessGroupOptions {
+  /** The file listing the group's pids for the watchdog; its removal tells the watchdog all is done. */
+  pidFile: string;
+  /** What the watchdog removes when the owner dies (SIGKILL) without cleaning up. */
+  removeOnOrphan: string[];
+  /** Removes the owner's files; synchronous, as exit handlers call it too. */
+  removeFiles: () => void;
+  /** Kill the group on SIGINT/SIGTERM/SIGHUP before the owner goes. Default true. */
+  handleSignals?: boolean;
+  /**
+   * The order `stopAll()` stops the processes in: waves, each stopped together, the next after.
+   * Default: the reverse of the start order, one at a time.
+   */
+  stopOrder?: (processes: readonly ManagedProcess[]) => ManagedProcess[][];
+}
+
+export interface WaitUntilOptions {
+  timeoutMs: number;
+  /** The error to throw when a process of the group has exited while we waited. */
+  failure: (dead: ManagedProcess) => Error;
+}
+
+/**
+ * The processes of one server the test kit runs, and the guarantee that none outlives its owner:
+ * created with the owner's folder, it writes the pid file, starts the watchdog (for SIGKILL) and
+ * registers the exit and signal handlers; `close()` stops everything and removes the files, once.
+ *
+ * @example
+ * ```ts
+ * const group = new ProcessGroup({ pidFile, removeOnOrphan: [dir], removeFiles: () => rmSync(dir, { recursive: true }) });
+ * const server = group.spawn({ name: "prometheus", binary, args, logPath });
+ * await group.waitUntil("Prometheus to be ready", isReady, { timeoutMs, failure: (p) => new Error(p.describeFailure("starting")) });
+ * await group.close();
+ * ```
+ */
+export class ProcessGroup {
+  private processes: ManagedProcess[] = [];
+  private closing: Promise<void> | undefined;
+  private readonly disposable = { disposeNow: () => this.killNow() };
+
+  constructor(private readonly options: ProcessGroupOptions) {
+    writeFileSync(options.pidFile, "");
+    startWatchdog(options.pidFile, options.removeOnOrphan);
+    track(this.disposable, options.handleSignals ?? true);
+  }
+
+  /** The processes started and not stopped, in start order. */
+  get running(): readonly ManagedProcess[] {
+    return this.processes;
+  }
+
+  /** Starts a process of the group. */
+  spawn(spec: ProcessSpec): ManagedProcess {
+    const started = new ManagedProcess(spec);
+    this.processes.push(started);
+    this.writePids();
+    return started;
+  }
+
+  /** Stops `old` and starts it again in its place (its place in the stop order too). */
+  async restart(old: ManagedProcess): Promise<ManagedProcess> {
+    await old.stop();
+    const fresh = old.respawn();
+    this.processes = this.processes.map((p) => (p === old ? fresh : p));
+    this.writePids();
+    return fresh;
+  }
+
+  /**
+   * Polls `check` (see {@link waitFor}) and fails at once with `failure(dead)` when a process of the
+   * group exits meanwhile: a dead server is never waited on for the whole timeout.
+   */
+  waitUntil(what: string, check: () => Promise<boolean>, options: WaitUntilOptions): Promise<void> {
+    return waitFor(what, check, {
+      timeoutMs: options.timeoutMs,
+      abortIf: () => {
+        const dead = this.processes.find((p) => p.hasExited);
+        if (dead) throw options.failure(dead);
+      },
+    });
+  }
+
+  /**
+   * Runs `startOnce` up to `attempts` times: another process may take a free port between our
+   * check and the server's bind, which the log shows ({@link PORT_TAKEN}); then everything is
+   * stopped and started again on fresh ports. Any other failure stops the group's processes and
+   * is thrown.
+   */
+  async startRetryingPortClashes(attempts: number, startOnce: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await startOnce();
+        return;
+      } catch (error) {
+        const portTaken = this.processes.some((p) => PORT_TAKEN.test(p.tail(60)));
+        await this.stopAll();
+        if (portTaken && attempt < attempts) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** Stops every process in the group's stop order; the files stay. */
+  async stopAll(): Promise<void> {
+    const waves = this.options.stopOrder?.(this.processes) ?? [...this.processes].reverse().map((p) => [p]);
+    for (const wave of waves) await Promise.all(wave.map((p) => p.stop()));
+    // A process the stop order forgot is stopped too, rather than left running.
+    await Promise.all(this.processes.map((p) => p.stop()));
+    this.processes = [];
+    this.writePids();
+  }
+
+  /** Stops every process and removes the files, once: later calls return the same promise. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.stopAll();
+      this.removeFiles();
+      untrack(this.disposable);
+    })();
+    return this.closing;
+  }
+
+  /** For exit handlers: SIGKILL to every process, then the files, synchronously. */
+  private killNow(): void {
+    for (const p of this.processes) p.killNow();
+    this.processes = [];
+    try {
+      this.removeFiles();
+    } catch {
+      // Best effort in an exit handler; the watchdog finishes the job.
+    }
+  }
+
+  private removeFiles(): void {
+    this.options.removeFiles();
+    rmSync(this.options.pidFile, { force: true }); // the watchdog's sign that we cleaned up ourselves
+  }
+
+  private writePids(): void {
+    const pids = this.processes.map((p) => p.pid).filter((pid): pid is number => pid !== undefined);
+    try {
+      writeFileSync(this.options.pidFile, pids.map((pid) => `${pid}\n`).join(""));
+    } catch {
+      // The folder is already gone (closed).
+    }
   }
 }

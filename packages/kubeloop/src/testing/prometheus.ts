@@ -1,13 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { stringify } from "yaml";
-import { startWatchdog, track, untrack } from "./cleanup.js";
-import { quoteLog } from "./errors.js";
 import { freePorts } from "./ports.js";
-import { ManagedProcess } from "./process.js";
-import { waitFor } from "./wait.js";
+import { type ManagedProcess, ProcessGroup, tempDir } from "./process.js";
 
 /**
  * A real Prometheus for tests of alerting rules and scrapes: `promtool` to check and unit-test
@@ -110,9 +106,8 @@ export class PrometheusServer {
   private readonly options: PrometheusServerOptions;
   private dirPath: string | undefined;
   private portNumber: number | undefined;
+  private group: ProcessGroup | undefined;
   private process: ManagedProcess | undefined;
-  private stopping: Promise<void> | undefined;
-  private readonly disposable = { disposeNow: () => this.disposeNow() };
 
   constructor(options: PrometheusServerOptions = {}) {
     this.options = options;
@@ -133,12 +128,15 @@ export class PrometheusServer {
   async start(): Promise<this> {
     if (this.dirPath) throw new PrometheusError("This Prometheus server was already started");
     const binary = findPrometheusBinary("prometheus");
-    const dir = mkdtempSync(join(tmpdir(), "kubeloop-prometheus-"));
+    const dir = tempDir("kubeloop-prometheus-");
     this.dirPath = dir;
-    track(this.disposable, this.options.handleSignals ?? true);
-    const pidFile = join(dir, "pids");
-    writeFileSync(pidFile, "");
-    startWatchdog(pidFile, [dir]);
+    const group = new ProcessGroup({
+      pidFile: join(dir, "pids"),
+      removeOnOrphan: [dir],
+      handleSignals: this.options.handleSignals ?? true,
+      removeFiles: () => rmSync(dir, { recursive: true, force: true }),
+    });
+    this.group = group;
     try {
       const rules = join(dir, "rules.yml");
       writeFileSync(rules, stringify({ groups: this.options.ruleGroups ?? [] }));
@@ -155,7 +153,7 @@ export class PrometheusServer {
       );
       const [port] = await freePorts(1);
       this.portNumber = port;
-      const process = new ManagedProcess({
+      this.process = group.spawn({
         name: "prometheus",
         binary,
         args: [
@@ -167,9 +165,10 @@ export class PrometheusServer {
         logPath: join(dir, "prometheus.log"),
         cwd: dir,
       });
-      this.process = process;
-      if (process.pid) appendFileSync(pidFile, `${process.pid}\n`);
-      await this.waitReady(process);
+      await group.waitUntil("Prometheus to be ready", async () => (await fetch(`${this.url}/-/ready`)).ok, {
+        timeoutMs: this.options.startTimeoutMs ?? 30_000,
+        failure: (dead) => new PrometheusError(dead.describeFailure("starting", 20)),
+      });
     } catch (error) {
       await this.stop();
       throw error;
@@ -205,22 +204,12 @@ export class PrometheusServer {
   }
 
   /** Ends the server and removes its folder. Safe to call twice. */
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      await this.process?.stop(5_000);
-      untrack(this.disposable);
-      if (this.dirPath) rmSync(this.dirPath, { recursive: true, force: true });
-    })();
-    return this.stopping;
+  async stop(): Promise<void> {
+    await this.group?.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
-  }
-
-  private disposeNow(): void {
-    this.process?.killNow();
-    if (this.dirPath) rmSync(this.dirPath, { recursive: true, force: true });
   }
 
   private async api<T>(path: string): Promise<T> {
@@ -229,15 +218,5 @@ export class PrometheusServer {
     if (body.status !== "success")
       throw new PrometheusError(`Prometheus ${path}: ${body.error ?? response.status}`);
     return body.data;
-  }
-
-  private async waitReady(process: ManagedProcess): Promise<void> {
-    await waitFor("Prometheus to be ready", async () => (await fetch(`${this.url}/-/ready`)).ok, {
-      timeoutMs: this.options.startTimeoutMs ?? 30_000,
-      abortIf: () => {
-        if (process.hasExited)
-          throw new PrometheusError(`prometheus exited at start:\n${quoteLog(process.tail(20))}`);
-      },
-    });
   }
 }

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 
@@ -33,6 +33,22 @@ const EVENT_LIMIT = { type: "Server", qps: 5000, burst: 20000 };
 /** Where the audit log goes, under the plane's folder (kept with the other logs). */
 export function auditLogPathIn(dir: string): string {
   return join(dir, "logs", "audit.log");
+}
+
+/** One request in the audit log: who (`user`), what (`verb`, `objectRef`), and the answer's code. */
+export interface AuditRecord {
+  verb: string;
+  user: { username: string; groups?: string[] };
+  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
+  responseStatus?: { code?: number };
+}
+
+/** The records of an audit log (JSON lines), oldest first: a test reads who made which request. */
+export function readAuditLog(path: string): AuditRecord[] {
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as AuditRecord);
 }
 
 /**
