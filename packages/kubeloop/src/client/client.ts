@@ -63,7 +63,15 @@ export interface ListOptions extends NamespaceOption {
   signal?: AbortSignal;
 }
 
-export interface WriteOptions {
+/** Per-call controls of a single-object read or write. */
+export interface RequestOptions {
+  /** Abandons the call when it aborts: the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** This call's timeout, instead of the client's `requestTimeoutMs`. */
+  timeoutMs?: number;
+}
+
+export interface WriteOptions extends RequestOptions {
   /** Validate and run admission without persisting (`dryRun=All`). */
   dryRun?: boolean;
   /** Who owns the written fields (server-side field management). */
@@ -145,10 +153,10 @@ export class Client {
   async get<T extends KubeObject>(
     type: ResourceType<T>,
     name: string,
-    options: NamespaceOption = {},
+    options: NamespaceOption & RequestOptions = {},
   ): Promise<T> {
     const path = await this.objectPath(type, name, options.namespace);
-    return (await this.transport.request({ method: "GET", path })).body as T;
+    return (await this.transport.request({ method: "GET", path, ...callOf(options) })).body as T;
   }
 
   async list<T extends KubeObject>(type: ResourceType<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
@@ -220,15 +228,29 @@ export class Client {
   async create<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
     const type = typeOf(object);
     const path = await this.collectionPath(type, object.metadata?.namespace, true);
-    return (await this.transport.request({ method: "POST", path, body: object, query: writeQuery(options) }))
-      .body as Written<T>;
+    return (
+      await this.transport.request({
+        method: "POST",
+        path,
+        body: object,
+        query: writeQuery(options),
+        ...callOf(options),
+      })
+    ).body as Written<T>;
   }
 
   /** Replaces the object; its `metadata.resourceVersion` makes this a compare-and-swap (409 Conflict if stale). */
   async update<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
     const path = await this.objectPath(typeOf(object), nameOf(object), object.metadata?.namespace);
-    return (await this.transport.request({ method: "PUT", path, body: object, query: writeQuery(options) }))
-      .body as Written<T>;
+    return (
+      await this.transport.request({
+        method: "PUT",
+        path,
+        body: object,
+        query: writeQuery(options),
+        ...callOf(options),
+      })
+    ).body as Written<T>;
   }
 
   /** Replaces the status subresource only. */
@@ -453,6 +475,13 @@ function deleteBody(options: DeleteOptions): object {
     ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
     ...(options.preconditions ? { preconditions: options.preconditions } : {}),
     ...(options.dryRun ? { dryRun: ["All"] } : {}),
+  };
+}
+
+function callOf(options: RequestOptions): RequestOptions {
+  return {
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.js";
-import type { Client } from "../client/index.js";
+import type { Client, RequestOptions } from "../client/index.js";
 import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
+import { Lease as Leases } from "../k8s/index.js";
 import { microTime } from "../resources/index.js";
 
 /**
@@ -138,8 +139,6 @@ interface LeaseRecord {
   leaseTransitions: number;
 }
 
-const LEASES_PATH = "/apis/coordination.k8s.io/v1/namespaces";
-
 /**
  * Elects one leader among the replicas that share a Lease. See the rules at the top of
  * `leader-election.ts`.
@@ -164,7 +163,6 @@ export class LeaderElector {
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
   private readonly options: LeaderElectorOptions;
-  private readonly path: string;
   private readonly requestTimeoutMs: number;
 
   /** The Lease as last read or written: its resourceVersion makes the next update a compare-and-swap. */
@@ -209,7 +207,6 @@ export class LeaderElector {
           `(${this.retryPeriodMs}), so that a renewal fits in the deadline`,
       );
     }
-    this.path = `${LEASES_PATH}/${encodeURIComponent(this.namespace)}/leases`;
     this.requestTimeoutMs = Math.max(MIN_REQUEST_TIMEOUT_MS, this.renewDeadlineMs / 2);
   }
 
@@ -342,7 +339,7 @@ export class LeaderElector {
     // 2. Read the Lease, or create it.
     let current: Lease;
     try {
-      current = await this.request<Lease>("GET", `${this.path}/${encodeURIComponent(this.name)}`, signal);
+      current = await this.read(signal);
       if (signal.aborted) throw signal.reason;
     } catch (error) {
       if (!(error instanceof NotFound)) throw error;
@@ -378,11 +375,7 @@ export class LeaderElector {
   private async release(): Promise<void> {
     try {
       await this.cancellable(new AbortController().signal, this.renewDeadlineMs, async (signal) => {
-        this.lease = await this.request<Lease>(
-          "GET",
-          `${this.path}/${encodeURIComponent(this.name)}`,
-          signal,
-        );
+        this.lease = await this.read(signal);
         const current = recordOf(this.lease);
         if (current.holderIdentity !== this.identity) return;
         const now = microTime();
@@ -416,32 +409,26 @@ export class LeaderElector {
       },
       spec: { ...(this.lease?.spec ?? {}), ...specOf(record) },
     };
-    const path = method === "POST" ? this.path : `${this.path}/${encodeURIComponent(this.name)}`;
-    const written = await this.request<Lease>(method, path, signal, lease);
+    const client = this.options.client;
+    const written =
+      method === "POST"
+        ? await client.create(lease, this.call(signal))
+        : await client.update(lease, this.call(signal));
     // Given up meanwhile (stop, loss, timeout): the caller has moved on; the next read corrects us.
     if (signal.aborted) throw signal.reason;
     this.lease = written;
     this.observe(recordOf(written));
   }
 
-  private async request<T>(
-    method: "GET" | "POST" | "PUT",
-    path: string,
-    signal: AbortSignal,
-    body?: unknown,
-  ): Promise<T> {
-    // The transport directly, not client.get/update: Lease calls must be cancellable (renew
-    // deadline, stop), and the client's single-object methods take no signal.
-    const response = await this.options.client.transport.request({
-      method,
-      path,
-      signal,
-      // A little under the cancel's bound, so that a silent connection is seen as dead by the
-      // transport (which moves to fresh connections and retries) before the call is abandoned.
-      timeoutMs: Math.max(500, Math.floor(this.requestTimeoutMs * 0.8)),
-      ...(body === undefined ? {} : { body }),
-    });
-    return response.body as T;
+  private read(signal: AbortSignal): Promise<Lease> {
+    return this.options.client.get(Leases, this.name, { namespace: this.namespace, ...this.call(signal) });
+  }
+
+  /** Lease calls are cancellable (renew deadline, stop) and time out on their own. */
+  private call(signal: AbortSignal): RequestOptions {
+    // A little under the cancel's bound, so that a silent connection is seen as dead by the
+    // transport (which moves to fresh connections and retries) before the call is abandoned.
+    return { signal, timeoutMs: Math.max(500, Math.floor(this.requestTimeoutMs * 0.8)) };
   }
 
   private observe(record: LeaseRecord): void {
