@@ -526,14 +526,19 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/${name}-serving-cert
 `;
 }
 
+/** The first lines of an object the chart creates in the release's namespace. */
+function objectHead(apiVersion: string, kind: string, name: string): string {
+  return `apiVersion: ${apiVersion}
+kind: ${kind}
+metadata:
+  name: ${name}
+  namespace: {{ .Release.Namespace }}`;
+}
+
 function selfSignedSecret(name: string, secret: string): string {
   return `{{- if eq .Values.webhook.certificates.source "self-signed" }}
 {{- include "${name}.webhookCerts" . }}
-apiVersion: v1
-kind: Secret
-metadata:
-  name: ${secret}
-  namespace: {{ .Release.Namespace }}
+${objectHead("v1", "Secret", secret)}
 type: kubernetes.io/tls
 data:
   ca.crt: {{ index .Values._kubeloopWebhookCerts "ca" }}
@@ -545,19 +550,11 @@ data:
 
 function certManager(name: string, secret: string, service: string): string {
   return `{{- if eq .Values.webhook.certificates.source "cert-manager" }}
-apiVersion: cert-manager.io/v1
-kind: Issuer
-metadata:
-  name: ${name}-selfsigned-issuer
-  namespace: {{ .Release.Namespace }}
+${objectHead("cert-manager.io/v1", "Issuer", `${name}-selfsigned-issuer`)}
 spec:
   selfSigned: {}
 ---
-apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata:
-  name: ${name}-serving-cert
-  namespace: {{ .Release.Namespace }}
+${objectHead("cert-manager.io/v1", "Certificate", `${name}-serving-cert`)}
 spec:
   secretName: ${secret}
   dnsNames:

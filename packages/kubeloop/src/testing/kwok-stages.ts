@@ -237,19 +237,22 @@ conditions:
   reason: ContainersNotReady
   type: ContainersReady`;
 
-const RUNNING_NOT_READY = `{{ $now := Now }}
-${NOT_READY_CONDITIONS}
-containerStatuses:
+/** Every container running since `$now`, its readiness as given. */
+const runningContainers = (ready: boolean) => `containerStatuses:
 {{ range .spec.containers }}
 - image: {{ .image | Quote }}
   name: {{ .name | Quote }}
-  ready: false
+  ready: ${ready}
   started: true
   restartCount: 0
   state:
     running:
       startedAt: {{ $now | Quote }}
-{{ end }}
+{{ end }}`;
+
+const RUNNING_NOT_READY = `{{ $now := Now }}
+${NOT_READY_CONDITIONS}
+${runningContainers(false)}
 ${ADDRESSES}
 phase: Running
 startTime: {{ $now | Quote }}
@@ -266,17 +269,7 @@ conditions:
   status: "True"
   reason: ""
   type: ContainersReady
-containerStatuses:
-{{ range .spec.containers }}
-- image: {{ .image | Quote }}
-  name: {{ .name | Quote }}
-  ready: true
-  started: true
-  restartCount: 0
-  state:
-    running:
-      startedAt: {{ $now | Quote }}
-{{ end }}
+${runningContainers(true)}
 `;
 
 const CRASH_LOOP = `{{ $now := Now }}

@@ -309,9 +309,9 @@ export class Sharder {
     // that moment: a pass over many objects takes a while, and members may come or go meanwhile.
     const work: (() => Promise<void> | undefined)[] = [];
     for (const { type, view } of this.mains.values())
-      for (const object of view.list()) work.push(() => this.settleMain(type, view, object, pass));
+      for (const listed of view.list()) work.push(() => this.settleMain(type, latest(view, listed), pass));
     for (const { type, view } of this.children)
-      for (const object of view.list()) work.push(() => this.settleChild(type, view, object, pass));
+      for (const listed of view.list()) work.push(() => this.settleChild(type, latest(view, listed), pass));
     await runPool(work, this.options.concurrency ?? 20);
     this.passes++;
     this.last = pass;
@@ -321,11 +321,9 @@ export class Sharder {
 
   private settleMain(
     type: ResourceType,
-    view: InformerView<KubeObject>,
-    listed: KubeObject,
+    object: KubeObject | undefined,
     pass: SharderPass,
   ): Promise<void> | undefined {
-    const object = view.get(listed.metadata?.name ?? "", listed.metadata?.namespace);
     const shards = this.available;
     if (!object || shards.length === 0 || this.waiting(type, object)) return;
     const labels = object.metadata?.labels ?? {};
@@ -349,11 +347,9 @@ export class Sharder {
 
   private settleChild(
     type: ResourceType,
-    view: InformerView<KubeObject>,
-    listed: KubeObject,
+    object: KubeObject | undefined,
     pass: SharderPass,
   ): Promise<void> | undefined {
-    const object = view.get(listed.metadata?.name ?? "", listed.metadata?.namespace);
     const owner = object?.metadata?.ownerReferences?.find((ref) => ref.controller);
     if (!object || !owner || this.waiting(type, object)) return;
     const main = [...this.mains.values()].find(
@@ -465,6 +461,11 @@ function typeId(type: ResourceType): string {
 
 function patchId(type: ResourceType, object: KubeObject): string {
   return `${typeId(type)}/${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
+}
+
+/** The cache's version of a listed object when its turn comes (undefined once it is gone). */
+function latest(view: InformerView<KubeObject>, listed: KubeObject): KubeObject | undefined {
+  return view.get(listed.metadata?.name ?? "", listed.metadata?.namespace);
 }
 
 /** Runs `tasks` with at most `limit` at once. */

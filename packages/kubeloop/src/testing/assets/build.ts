@@ -207,15 +207,7 @@ const RECIPES: Record<ComponentName, Recipe> = {
 
   /** etcd's server module has a main package but `replace` directives, so it too needs a wrapper. */
   async etcd(context) {
-    const { spec, run, goBinary } = context;
-    await initModule(context, "kubeloop.local/etcd");
-    context.progress("  downloading modules");
-    await runGo(
-      "Downloading etcd modules",
-      ["get", `go.etcd.io/etcd/server/v3@v${spec.version}`],
-      run,
-      goBinary,
-    );
+    await download(context, "etcd", "etcd", `go.etcd.io/etcd/server/v3@v${context.spec.version}`);
     await compile(context, ["go.etcd.io/etcd/server/v3"], ["-ldflags=-s -w"], "etcd");
   },
 
@@ -225,26 +217,11 @@ const RECIPES: Record<ComponentName, Recipe> = {
    * controller needs on its command line) can be copied from the module.
    */
   async kwok(context) {
-    const { spec, run, goBinary, out } = context;
-    await initModule(context, "kubeloop.local/kwok");
-    context.progress("  downloading modules");
-    await runGo(
-      "Downloading kwok modules",
-      ["get", `sigs.k8s.io/kwok/cmd/kwok@v${spec.version}`],
-      run,
-      goBinary,
-    );
+    await download(context, "kwok", "kwok", `sigs.k8s.io/kwok/cmd/kwok@v${context.spec.version}`);
     // kwok's version is a constant in its source, so no version ldflags are needed.
     await compile(context, ["sigs.k8s.io/kwok/cmd/kwok"], ["-ldflags=-s -w"]);
-    const moduleDir = (
-      await runGo(
-        "Locating the kwok module",
-        ["list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
-        run,
-        goBinary,
-      )
-    ).trim();
-    writeFileSync(join(out, "stages.yaml"), kwokStages(moduleDir));
+    const moduleDir = await moduleField(context, "Locating the kwok module", "{{.Dir}}", "sigs.k8s.io/kwok");
+    writeFileSync(join(context.out, "stages.yaml"), kwokStages(moduleDir));
   },
 
   /**
@@ -252,25 +229,16 @@ const RECIPES: Record<ComponentName, Recipe> = {
    * it `helm version` says only the minor and `helm lint` cannot tell which release checked a chart.
    */
   async helm(context) {
-    const { spec, run, goBinary } = context;
-    await initModule(context, "kubeloop.local/helm");
-    context.progress("  downloading modules");
-    await runGo(
-      "Downloading Helm modules",
-      ["get", `helm.sh/helm/v3/cmd/helm@v${spec.version}`],
-      run,
-      goBinary,
-    );
+    const { spec } = context;
+    await download(context, "helm", "Helm", `helm.sh/helm/v3/cmd/helm@v${spec.version}`);
     // As Helm's Makefile: without the Kubernetes version of its client-go, `helm template` and
     // `helm lint` assume Kubernetes 1.20 and refuse charts that declare a newer kubeVersion.
-    const clientGo = (
-      await runGo(
-        "Reading Helm's client-go version",
-        ["list", "-m", "-f", "{{.Version}}", "k8s.io/client-go"],
-        run,
-        goBinary,
-      )
-    ).trim(); // v0.37.0: Kubernetes 1.37
+    const clientGo = await moduleField(
+      context,
+      "Reading Helm's client-go version",
+      "{{.Version}}",
+      "k8s.io/client-go",
+    ); // v0.37.0: Kubernetes 1.37
     const minor = clientGo.split(".")[1];
     if (!minor) throw new AssetsError(`Helm's k8s.io/client-go version "${clientGo}" is not v0.X.Y`);
     const ldflags = [
@@ -287,16 +255,8 @@ const RECIPES: Record<ComponentName, Recipe> = {
 
   /** OLM's bundle validator, as operator-framework/api ships it (its own command, no wrapper code). */
   async olm(context) {
-    const { spec, run, goBinary } = context;
-    await initModule(context, "kubeloop.local/olm");
-    context.progress("  downloading modules");
     const command = "github.com/operator-framework/api/cmd/operator-verify";
-    await runGo(
-      "Downloading operator-framework/api modules",
-      ["get", `${command}@v${spec.version}`],
-      run,
-      goBinary,
-    );
+    await download(context, "olm", "operator-framework/api", `${command}@v${context.spec.version}`);
     await compile(context, [command], ["-ldflags=-s -w"]);
   },
 };
@@ -322,6 +282,23 @@ async function initModule({ work, run, goBinary }: RecipeContext, module: string
   if (!existsSync(join(work, "go.mod"))) {
     await runGo("Creating the wrapper module", ["mod", "init", module], run, goBinary);
   }
+}
+
+/** Starts a recipe's wrapper module `kubeloop.local/<name>` and downloads what it builds (`go get`). */
+async function download(context: RecipeContext, name: string, what: string, required: string): Promise<void> {
+  await initModule(context, `kubeloop.local/${name}`);
+  context.progress("  downloading modules");
+  await runGo(`Downloading ${what} modules`, ["get", required], context.run, context.goBinary);
+}
+
+/** A field (`go list -m -f <format>`) of a module the wrapper requires, such as its folder or version. */
+async function moduleField(
+  context: RecipeContext,
+  what: string,
+  format: string,
+  module: string,
+): Promise<string> {
+  return (await runGo(what, ["list", "-m", "-f", format, module], context.run, context.goBinary)).trim();
 }
 
 /** `go build -v` prints each package as it compiles; counting them against `go list -deps` is progress. */
