@@ -3,15 +3,15 @@
  * control-plane/: one module per component (etcd.ts, kube-apiserver.ts, kube-controller-manager.ts,
  * kube-scheduler.ts, kwok.ts), the plane's certificates and kubeconfigs (credentials.ts), the
  * binary diagnosis (diagnosis.ts), etcd compaction (compaction.ts), the hardened settings
- * (hardened.ts), and the class that composes them (control-plane.ts).
+ * (hardened.ts), the options (options.ts), and the class that composes them (control-plane.ts).
  */
+export { ControlPlane } from "./control-plane/control-plane.js";
 export {
   type ComponentInfo,
   type ComponentName,
-  ControlPlane,
   type ControlPlaneOptions,
   DEFAULT_NODES,
   DEFAULT_START_TIMEOUT_MS,
   type Profile,
   type UserCredentials,
-} from "./control-plane/control-plane.js";
+} from "./control-plane/options.js";

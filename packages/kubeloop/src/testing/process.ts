@@ -30,6 +30,8 @@ export interface ProcessSpec {
   gid?: number;
   /** The signal `stop()` sends first. Default SIGTERM (PostgreSQL's fast shutdown is SIGINT). */
   stopSignal?: NodeJS.Signals;
+  /** How long `stop()` waits for the process to end before SIGKILL. Default {@link STOP_GRACE_MS}. */
+  stopGraceMs?: number;
 }
 
 export interface Exit {
@@ -136,7 +138,7 @@ export class ManagedProcess {
   }
 
   /** The stop signal (SIGTERM by default), then SIGKILL after `graceMs`. Resolves once the process is gone. */
-  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
+  async stop(graceMs = this.spec.stopGraceMs ?? STOP_GRACE_MS): Promise<void> {
     if (this.exit) return;
     this.signal(this.stopSignal);
     let timer: NodeJS.Timeout | undefined;
@@ -221,10 +223,10 @@ export interface WaitUntilOptions {
  *
  * @example
  * ```ts
- * const group = new ProcessGroup({ pidFile, removeOnOrphan: [dir], removeFiles: () => rmSync(dir, { recursive: true }) });
- * const server = group.spawn({ name: "prometheus", binary, args, logPath });
- * await group.waitUntil("Prometheus to be ready", isReady, { timeoutMs, failure: (p) => new Error(p.describeFailure("starting")) });
- * await group.close();
+ * const group = new ProcessGroup({ pidFile, removeOnOrphan: [dir], removeFiles });
+ * group.spawn({ name: "prometheus", binary, args, logPath });
+ * await group.waitUntil("Prometheus to be ready", isReady, { timeoutMs: 30_000, failure });
+ * await group.close(); // also on an exception, process.exit(), a signal; the watchdog after SIGKILL
  * ```
  */
 export class ProcessGroup {

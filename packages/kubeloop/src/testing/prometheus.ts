@@ -164,6 +164,8 @@ export class PrometheusServer {
         ],
         logPath: join(dir, "prometheus.log"),
         cwd: dir,
+        // A test's Prometheus holds nothing worth a long flush.
+        stopGraceMs: 5_000,
       });
       await group.waitUntil("Prometheus to be ready", async () => (await fetch(`${this.url}/-/ready`)).ok, {
         timeoutMs: this.options.startTimeoutMs ?? 30_000,

@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type EnsureAssetsOptions, ensureAssets, resolveKubernetesVersion } from "../assets/index.js";
+import { ensureAssets, resolveKubernetesVersion } from "../assets/index.js";
 import type { BinaryName } from "../assets/versions.js";
 import { type CrdObject, installCrds, readCrds } from "../crds.js";
 import { ControlPlaneError } from "../errors.js";
 import { AdminHttp } from "../http.js";
-import { type PodBehaviour, validatePodBehaviours } from "../kwok-stages.js";
+import { validatePodBehaviours } from "../kwok-stages.js";
 import { freePorts } from "../ports.js";
 import { ProcessGroup, tempDir } from "../process.js";
 import { compactEtcd } from "./compaction.js";
@@ -18,109 +18,15 @@ import { KubeApiServer } from "./kube-apiserver.js";
 import { KubeControllerManager } from "./kube-controller-manager.js";
 import { KubeScheduler } from "./kube-scheduler.js";
 import { Kwok } from "./kwok.js";
+import {
+  type ComponentInfo,
+  type ControlPlaneOptions,
+  DEFAULT_NODES,
+  DEFAULT_START_TIMEOUT_MS,
+  type Profile,
+  type UserCredentials,
+} from "./options.js";
 
-/**
- * A real Kubernetes control plane on loopback, for tests, demos and local runs.
- *
- * - `apiserver` profile: etcd + kube-apiserver, what envtest gives Go users. Objects are stored and
- *   validated, watches and RBAC are real; nothing reconciles them (no Pods run).
- * - `cluster` profile: adds kube-controller-manager, kube-scheduler and kwok with fake nodes, so a
- *   Deployment's Pods are scheduled and become Running and Ready, and garbage collection deletes
- *   the dependents of a deleted owner.
- *
- * This class composes the components (one module each, beside it: their flags, start and
- * readiness): it picks the ports and the folder, starts them in order, and stops them on every
- * exit path.
- *
- * @example
- * ```ts
- * import { ControlPlane } from "kubeloop/testing";
- *
- * const plane = await new ControlPlane({ profile: "apiserver", crds: ["config/crd"] }).start();
- * try {
- *   process.env.KUBECONFIG = plane.kubeconfigPath; // kubectl and clients now talk to it
- * } finally {
- *   await plane.stop();
- * }
- * ```
- */
-
-export type Profile = "apiserver" | "cluster";
-export type { ComponentName } from "./component.js";
-
-export interface ControlPlaneOptions {
-  /** Default `apiserver`. */
-  profile?: Profile;
-  /** Fake nodes in the `cluster` profile. Default 1. */
-  nodes?: number;
-  /**
-   * The folder for certificates, the kubeconfig, etcd's data and the logs. Default: a fresh folder
-   * under the system temp dir, removed by `stop()` (but for `logs/` when `start()` failed, so the
-   * error's log paths can be read). A folder you give is emptied by `stop()` except for `logs/`.
-   */
-  dir?: string;
-  /** CRD files or folders to install once the API server is ready. */
-  crds?: string[];
-  /** Where binaries come from and whether to build missing ones; see {@link ensureAssets}. */
-  assets?: EnsureAssetsOptions;
-  /**
-   * The Kubernetes release to run: a supported minor (`"1.33"`) or an exact release. Default:
-   * `$KUBELOOP_K8S_VERSION`, else the newest supported (docs/compatibility.md lists them). Each
-   * version's binaries are built once and cached side by side.
-   */
-  kubernetesVersion?: string;
-  /**
-   * Run the API server as hardened clusters do (OpenShift, CIS-benchmarked distributions), with
-   * either profile: owner-reference permission enforcement, Pod Security `restricted` enforced on
-   * every namespace, AlwaysPullImages, NodeRestriction, EventRateLimit, anonymous requests refused,
-   * and an audit log ({@link ControlPlane.auditLogPath}). See control-plane/hardened.ts. Default false.
-   *
-   * @example
-   * ```ts
-   * const plane = await new ControlPlane({ profile: "cluster", hardened: true }).start();
-   * ```
-   */
-  hardened?: boolean;
-  /**
-   * Pods on the `cluster` profile's fake nodes that misbehave on purpose (never Ready, crash-looping,
-   * Ready after a delay), selected by image tag or label; every other pod becomes Ready at once.
-   * See kwok-stages.ts.
-   *
-   * @example
-   * ```ts
-   * const plane = await new ControlPlane({
-   *   profile: "cluster",
-   *   podBehaviours: [{ pods: { imageTagContains: "broken" }, behaviour: "never-ready" }],
-   * }).start();
-   * ```
-   */
-  podBehaviours?: PodBehaviour[];
-  /** Extra kube-apiserver flags (`--flag=value`), appended after ours so they win. */
-  apiServerArgs?: string[];
-  /** Time allowed for each start attempt. Default 90 s (a cold cluster profile on 2 busy cores). */
-  startTimeoutMs?: number;
-  /**
-   * Kill the plane on SIGINT/SIGTERM/SIGHUP before the process goes (default true). Set false when
-   * the caller handles signals itself and calls `stop()`.
-   */
-  handleSignals?: boolean;
-}
-
-export interface ComponentInfo {
-  name: ComponentName;
-  pid: number | undefined;
-  logPath: string;
-}
-
-export interface UserCredentials {
-  user: string;
-  groups: string[];
-  kubeconfigPath: string;
-}
-
-/** Namespace readiness is quick; a cold kube-apiserver on 2 cores takes 5–15 s to pass /readyz. */
-export const DEFAULT_START_TIMEOUT_MS = 90_000;
-export const DEFAULT_NODES = 1;
 /** Port races between parallel workers are rare; three fresh tries make them vanish. */
 const START_ATTEMPTS = 3;
 /** What `stop()` removes from a folder it keeps (the caller's, or one whose start failed): all but logs/. */
@@ -148,6 +54,31 @@ interface Attempt {
   apiServer: KubeApiServer;
 }
 
+/**
+ * A real Kubernetes control plane on loopback, for tests, demos and local runs.
+ *
+ * - `apiserver` profile: etcd + kube-apiserver, what envtest gives Go users. Objects are stored and
+ *   validated, watches and RBAC are real; nothing reconciles them (no Pods run).
+ * - `cluster` profile: adds kube-controller-manager, kube-scheduler and kwok with fake nodes, so a
+ *   Deployment's Pods are scheduled and become Running and Ready, and garbage collection deletes
+ *   the dependents of a deleted owner.
+ *
+ * This class composes the components (one module each, beside it: their flags, start and
+ * readiness): it picks the ports and the folder, starts them in order, and stops them on every
+ * exit path.
+ *
+ * @example
+ * ```ts
+ * import { ControlPlane } from "kubeloop/testing";
+ *
+ * const plane = await new ControlPlane({ profile: "apiserver", crds: ["config/crd"] }).start();
+ * try {
+ *   process.env.KUBECONFIG = plane.kubeconfigPath; // kubectl and clients now talk to it
+ * } finally {
+ *   await plane.stop();
+ * }
+ * ```
+ */
 export class ControlPlane {
   readonly profile: Profile;
   /** Started with `hardened: true`. */

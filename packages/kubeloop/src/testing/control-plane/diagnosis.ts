@@ -18,7 +18,7 @@ export function componentFailure(dead: ManagedProcess): ControlPlaneError {
  * Explains an early exit that is the binary's fault rather than the component's: missing, not a
  * program (a partial download, a text file), or crashing before it logs anything. Empty otherwise.
  */
-export function diagnoseBinary(path: string, exit: Exit | undefined): string {
+function diagnoseBinary(path: string, exit: Exit | undefined): string {
   const rebuild =
     "Delete it and run `npx kubeloop assets build` (or start again, which rebuilds what is missing).";
   if (exit?.error?.code === "ENOENT") return `\n${path} does not exist.`;
