@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { CLI as cli, describedResourceModule } from "../../test/cli-project.js";
 import { type Finding, liveChecks, staticChecks } from "./check.js";
 import { loadProject } from "./project.js";
 import { toYaml } from "./yaml.js";
@@ -10,7 +11,6 @@ import { toYaml } from "./yaml.js";
 // `kubeloop check`: each check passes on the nginx example and fails, saying why and how to fix
 // it, on a project broken on purpose. The live checks run a real manager on the cluster profile.
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 const WORKSPACE = resolve(import.meta.dirname, "../../../..");
 // Outside node_modules (Node strips types only elsewhere), with links to kubeloop and typebox.
 const dir = mkdtempSync(join(tmpdir(), "kubeloop-check-"));
@@ -134,14 +134,7 @@ describe("kubeloop check --live", () => {
     );
     writeFileSync(
       join(project, "src/resources.ts"),
-      `import Type from "typebox";
-import { defineResource } from "kubeloop/resources";
-export const Leak = defineResource({
-  group: "check.kubeloop.dev", version: "v1", kind: "Leak", description: "Makes two ConfigMaps.",
-  spec: Type.Object({ size: Type.Integer({ description: "Unused." }) }, { description: "Wanted." }),
-  status: Type.Object({ made: Type.Optional(Type.Boolean({ description: "Made." })) }, { description: "Seen." }),
-});
-`,
+      describedResourceModule("kubeloop/resources", "check.kubeloop.dev", "Leak", "Makes two ConfigMaps."),
     );
     writeFileSync(
       join(project, "src/controllers.ts"),

@@ -1,18 +1,13 @@
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { cachedProjectDir, DIST as dist, runCli } from "../../test/cli-project.js";
 
 // `kubeloop generate` for an operator that watches some namespaces: Roles and RoleBindings there,
 // a ClusterRole only for what is cluster-scoped, WATCH_NAMESPACE in the Deployment, and --check.
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
-const dist = join(import.meta.dirname, "../../dist");
-const cache = join(import.meta.dirname, "../../../../node_modules/.cache");
-mkdirSync(cache, { recursive: true });
-const dir = mkdtempSync(join(cache, "kubeloop-generate-namespaces-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = cachedProjectDir("generate-namespaces");
 
 beforeAll(() => {
   writeFileSync(
@@ -41,14 +36,8 @@ export const placement = controller(Shop).named("placement").watches(Node, () =>
   );
 });
 
-function generate(...args: string[]) {
-  const result = spawnSync(
-    process.execPath,
-    [cli, "generate", "--resources", "resources.mjs", "--name", "shops", "--image", "shops:1", ...args],
-    { cwd: dir, encoding: "utf8" },
-  );
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const generate = (...args: string[]) =>
+  runCli(dir, ["generate", "--resources", "resources.mjs", "--name", "shops", "--image", "shops:1", ...args]);
 
 interface Manifest {
   kind: string;
@@ -64,14 +53,8 @@ const read = (out: string, file: string): Manifest[] =>
 
 describe("kubeloop generate --namespaces", () => {
   it("writes a Role and a RoleBinding per namespace, bound to the operator's ServiceAccount, and no ClusterRole when nothing is cluster-scoped", () => {
-    const written = generate(
-      "--controllers",
-      "namespaced-only.mjs",
-      "--namespaces",
-      "team-a,team-b",
-      "--out",
-      "a",
-    );
+    const args = ["--controllers", "namespaced-only.mjs", "--namespaces", "team-a,team-b", "--out", "a"];
+    const written = generate(...args);
     expect(written.code, written.stderr).toBe(0);
     const roles = read("a", "rbac/role.yaml");
     expect(roles.map((r) => `${r.kind} ${r.metadata.namespace}/${r.metadata.name}`)).toEqual([
@@ -98,17 +81,7 @@ describe("kubeloop generate --namespaces", () => {
       name: "WATCH_NAMESPACE",
       value: "team-a,team-b",
     });
-    expect(
-      generate(
-        "--controllers",
-        "namespaced-only.mjs",
-        "--namespaces",
-        "team-a,team-b",
-        "--out",
-        "a",
-        "--check",
-      ).code,
-    ).toBe(0);
+    expect(generate(...args, "--check").code).toBe(0);
   });
 
   it("keeps a ClusterRole (and its binding) for cluster-scoped types only", () => {
@@ -148,20 +121,19 @@ describe("kubeloop generate --namespaces", () => {
           },
         }),
       );
-    const run = (...args: string[]) =>
-      spawnSync(process.execPath, [cli, "generate", ...args], { cwd: project, encoding: "utf8" });
+    const run = (...args: string[]) => runCli(project, ["generate", ...args]);
     writeProject(["team-a", "team-b"]);
-    expect(run().status).toBe(0);
+    expect(run().code).toBe(0);
     expect(run("--check").stdout).toContain("config is up to date");
     writeProject(["team-a", "team-c"]);
     const check = run("--check");
-    expect(check.status).toBe(1);
+    expect(check.code).toBe(1);
     expect(check.stderr).toContain("out of date: config/rbac/role.yaml");
     expect(check.stderr).toContain("out of date: config/manager/role-bindings.yaml");
     expect(check.stderr).toContain("out of date: config/manager/deployment.yaml");
     // An empty list is all namespaces: today's ClusterRole.
     writeProject([]);
-    expect(run().status).toBe(0);
+    expect(run().code).toBe(0);
     expect(read("project/config", "rbac/role.yaml").map((r) => r.kind)).toEqual(["ClusterRole"]);
   });
 

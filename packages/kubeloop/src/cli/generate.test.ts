@@ -1,15 +1,10 @@
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { cachedProjectDir, DIST, runCli } from "../../test/cli-project.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
-const resourcesModule = join(import.meta.dirname, "../../dist/resources/index.js");
-// Inside the workspace's node_modules/.cache, so that the project's `import "typebox"` resolves.
-const cache = join(import.meta.dirname, "../../../../node_modules/.cache");
-mkdirSync(cache, { recursive: true });
-const dir = mkdtempSync(join(cache, "kubeloop-generate-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const resourcesModule = join(DIST, "resources/index.js");
+const dir = cachedProjectDir("generate");
 
 function writeResources(maximum: number): void {
   writeFileSync(
@@ -25,13 +20,7 @@ export const notADefinition = 42;
   );
 }
 
-function generate(...args: string[]) {
-  const result = spawnSync(process.execPath, [cli, "generate", "--resources", "resources.mjs", ...args], {
-    cwd: dir,
-    encoding: "utf8",
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const generate = (...args: string[]) => runCli(dir, ["generate", "--resources", "resources.mjs", ...args]);
 
 describe("kubeloop generate", () => {
   it("writes one CRD file per definition, and --check then passes", () => {
@@ -60,17 +49,14 @@ describe("kubeloop generate", () => {
 
   it("says so when the module defines no resources", () => {
     writeFileSync(join(dir, "empty.mjs"), "export const nothing = 1;\n");
-    const result = spawnSync(process.execPath, [cli, "generate", "--resources", "empty.mjs"], {
-      cwd: dir,
-      encoding: "utf8",
-    });
-    expect(result.status).toBe(1);
+    const result = runCli(dir, ["generate", "--resources", "empty.mjs"]);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain("empty.mjs exports no defineResource(…) definitions");
   });
 });
 
 describe("kubeloop generate with webhooks", () => {
-  const webhookModule = join(import.meta.dirname, "../../dist/webhook/index.js");
+  const webhookModule = join(DIST, "webhook/index.js");
 
   function writeVersioned(withConversion: boolean): void {
     writeFileSync(
@@ -97,16 +83,12 @@ export const dialWebhooks = defineWebhooks(Dial, {
   }
 
   const run = (...args: string[]) =>
-    spawnSync(
-      process.execPath,
-      [cli, "generate", "--resources", "versioned.mjs", "--out", "hooked", "--name", "dials", ...args],
-      { cwd: dir, encoding: "utf8" },
-    );
+    runCli(dir, ["generate", "--resources", "versioned.mjs", "--out", "hooked", "--name", "dials", ...args]);
 
   it("writes the webhook configurations and the CRD's conversion section pointing at the same paths", () => {
     writeVersioned(true);
     const result = run("--webhooks", "hooks.mjs");
-    expect(result.status, result.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     const hooks = readFileSync(join(dir, "hooked/webhook/manifests.yaml"), "utf8");
     expect(hooks).toContain("kind: ValidatingWebhookConfiguration");
     expect(hooks).toContain("path: /validate-gen-kubeloop-dev-v1-dial");
@@ -114,13 +96,13 @@ export const dialWebhooks = defineWebhooks(Dial, {
     expect(hooks).not.toContain("MutatingWebhookConfiguration");
     const crd = readFileSync(join(dir, "hooked/crd/dials.gen.kubeloop.dev.yaml"), "utf8");
     expect(crd).toContain("path: /convert-gen-kubeloop-dev-dial");
-    expect(run("--webhooks", "hooks.mjs", "--check").status).toBe(0);
+    expect(run("--webhooks", "hooks.mjs", "--check").code).toBe(0);
   });
 
   it("refuses several versions without a conversion webhook, saying what to add", () => {
     writeVersioned(false);
     const result = run("--webhooks", "hooks.mjs");
-    expect(result.status).toBe(1);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain(
       "Dial has 2 versions but no conversion: export defineWebhooks(Dial, { convert: … }) from the webhooks module",
     );

@@ -22,10 +22,11 @@ const job = { job: `${OPERATOR}-metrics` };
 
 interface AlertCase {
   alert: string;
-  /** Series (promtool's expanding notation) that make it fire at `at`. */
-  firing: Record<string, string>;
-  /** Series that look alike but must not make it fire. */
-  quiet: Record<string, string>;
+  /**
+   * The input series (promtool's expanding notation): each one's values that make the alert fire
+   * at `at`, and values that look alike but must not make it fire (none: the series is absent then).
+   */
+  series: [series: string, firing: string, quiet?: string][];
   at: string;
   labels: Record<string, string>;
   summary: string;
@@ -39,87 +40,77 @@ const series = (name: string, labels: Record<string, string>) =>
 const CASES: AlertCase[] = [
   {
     alert: "KubeloopOperatorDown",
-    firing: { [series("up", { instance: "a" })]: "0x20" },
-    quiet: { [series("up", { instance: "a" })]: "1x20" },
+    series: [[series("up", { instance: "a" }), "0x20", "1x20"]],
     at: "10m",
     labels: { severity: "critical" }, // absent() of a comparison keeps no labels
     summary: "op: no replica of the operator can be scraped",
   },
   {
     alert: "KubeloopReconcileErrorsHigh",
-    firing: {
-      [series("controller_runtime_reconcile_errors_total", { controller: "c" })]: "0+1x30",
-      [series("controller_runtime_reconcile_total", { controller: "c", result: "error" })]: "0+1x30",
-      [series("controller_runtime_reconcile_total", { controller: "c", result: "success" })]: "0+3x30",
-    },
-    quiet: {
-      [series("controller_runtime_reconcile_errors_total", { controller: "c" })]: "0+0x30",
-      [series("controller_runtime_reconcile_total", { controller: "c", result: "success" })]: "0+3x30",
-    },
+    series: [
+      [series("controller_runtime_reconcile_errors_total", { controller: "c" }), "0+1x30", "0+0x30"],
+      [series("controller_runtime_reconcile_total", { controller: "c", result: "error" }), "0+1x30"],
+      [
+        series("controller_runtime_reconcile_total", { controller: "c", result: "success" }),
+        "0+3x30",
+        "0+3x30",
+      ],
+    ],
     at: "20m",
     labels: { controller: "c", severity: "warning" },
     summary: "op: controller c fails 25% of its reconciles",
   },
   {
     alert: "KubeloopWorkqueueDepthGrowing",
-    firing: { [series("workqueue_depth", { name: "c", controller: "c", priority: "0" })]: "0+1x40" },
-    quiet: { [series("workqueue_depth", { name: "c", controller: "c", priority: "0" })]: "50x40" },
+    series: [[series("workqueue_depth", { name: "c", controller: "c", priority: "0" }), "0+1x40", "50x40"]],
     at: "30m",
     labels: { name: "c", severity: "warning" },
     summary: "op: the work queue of c keeps growing (30 keys waiting)",
   },
   {
     alert: "KubeloopWorkqueueLatencyHigh",
-    firing: {
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "60" })]: "0x40",
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "120" })]: "0+10x40",
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "+Inf" })]: "0+10x40",
-    },
-    quiet: {
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "60" })]: "0+10x40",
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "120" })]: "0+10x40",
-      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "+Inf" })]: "0+10x40",
-    },
+    series: [
+      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "60" }), "0x40", "0+10x40"],
+      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "120" }), "0+10x40", "0+10x40"],
+      [series("workqueue_queue_duration_seconds_bucket", { name: "c", le: "+Inf" }), "0+10x40", "0+10x40"],
+    ],
     at: "30m",
     labels: { name: "c", severity: "warning" },
     summary: "op: keys wait 1m 59s in the queue of c (p99)",
   },
   {
     alert: "KubeloopNoLeader",
-    firing: {
-      [series("leader_election_master_status", { name: "op", pod: "a" })]: "0x20",
-      [series("leader_election_master_status", { name: "op", pod: "b" })]: "0x20",
-    },
-    quiet: {
-      [series("leader_election_master_status", { name: "op", pod: "a" })]: "0x20",
-      [series("leader_election_master_status", { name: "op", pod: "b" })]: "1x20",
-    },
+    series: [
+      [series("leader_election_master_status", { name: "op", pod: "a" }), "0x20", "0x20"],
+      [series("leader_election_master_status", { name: "op", pod: "b" }), "0x20", "1x20"],
+    ],
     at: "10m",
     labels: { name: "op", severity: "critical" },
     summary: "op: no replica leads the Lease op",
   },
   {
     alert: "KubeloopWatchUnhealthy",
-    firing: {
-      [series("kubeloop_informer_watch_healthy", { kind: "ConfigMap", namespace: "team-a" })]: "0x20",
-    },
-    quiet: {
-      [series("kubeloop_informer_watch_healthy", { kind: "ConfigMap", namespace: "team-a" })]: "1x20",
-    },
+    series: [
+      [series("kubeloop_informer_watch_healthy", { kind: "ConfigMap", namespace: "team-a" }), "0x20", "1x20"],
+    ],
     at: "10m",
     labels: { ...job, kind: "ConfigMap", namespace: "team-a", severity: "warning" },
     summary: "op: the watch of ConfigMap in team-a fails",
   },
   {
     alert: "KubeloopWebhookFailures",
-    firing: {
-      [series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "500" })]: "0+1x20",
-      [series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "200" })]: "0+3x20",
-    },
-    quiet: {
-      [series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "500" })]: "0x20",
-      [series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "200" })]: "0+3x20",
-    },
+    series: [
+      [
+        series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "500" }),
+        "0+1x20",
+        "0x20",
+      ],
+      [
+        series("controller_runtime_webhook_requests_total", { webhook: "/validate", code: "200" }),
+        "0+3x20",
+        "0+3x20",
+      ],
+    ],
     at: "15m",
     labels: { webhook: "/validate", severity: "critical" },
     summary: "op: webhook /validate fails 25% of its reviews",
@@ -127,12 +118,13 @@ const CASES: AlertCase[] = [
   {
     alert: "KubeloopCertificateExpiring",
     // promtool's clock starts at the epoch: a day after it, seen at 2 h, is 22 h away.
-    firing: {
-      [series("kubeloop_certificate_expiration_timestamp_seconds", { server: "metrics" })]: "86400x200",
-    },
-    quiet: {
-      [series("kubeloop_certificate_expiration_timestamp_seconds", { server: "metrics" })]: "10000000x200",
-    },
+    series: [
+      [
+        series("kubeloop_certificate_expiration_timestamp_seconds", { server: "metrics" }),
+        "86400x200",
+        "10000000x200",
+      ],
+    ],
     at: "2h",
     labels: { ...job, server: "metrics", severity: "warning" },
     summary: "op: the metrics certificate expires in 22h 0m 0s",
@@ -172,13 +164,11 @@ describe("generated alerts", () => {
   it("fire on the series that should fire them, and stay quiet on those that should not (promtool test rules)", () => {
     const tests = CASES.flatMap((c) => {
       const rule = all.find((r) => r.alert === c.alert);
-      const inputs = (values: Record<string, string>) =>
-        Object.entries(values).map(([s, v]) => ({ series: s, values: v }));
       return [
         {
           name: `${c.alert} fires`,
           interval: "1m",
-          input_series: inputs(c.firing),
+          input_series: c.series.map(([s, firing]) => ({ series: s, values: firing })),
           alert_rule_test: [
             {
               eval_time: c.at,
@@ -195,7 +185,7 @@ describe("generated alerts", () => {
         {
           name: `${c.alert} stays quiet`,
           interval: "1m",
-          input_series: inputs(c.quiet),
+          input_series: c.series.flatMap(([s, , quiet]) => (quiet ? [{ series: s, values: quiet }] : [])),
           alert_rule_test: [{ eval_time: c.at, alertname: c.alert, exp_alerts: [] }],
         },
       ];

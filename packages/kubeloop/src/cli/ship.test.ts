@@ -1,26 +1,12 @@
-import { spawnSync } from "node:child_process";
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { cachedProjectDir, DIST, describedResourceModule, runCli } from "../../test/cli-project.js";
 
 // `kubeloop generate` writes the chart and the bundle of a project with an image, and `--check`
 // covers them like config/: a stale, missing or left-over file fails it.
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
-const resourcesModule = join(import.meta.dirname, "../../dist/resources/index.js");
-// Inside the workspace's node_modules/.cache, so that the project's `import "typebox"` resolves.
-const cache = join(import.meta.dirname, "../../../../node_modules/.cache");
-mkdirSync(cache, { recursive: true });
-const project = mkdtempSync(join(cache, "kubeloop-ship-"));
-afterAll(() => rmSync(project, { recursive: true, force: true }));
+const project = cachedProjectDir("ship");
 
 function writeProject(fields: Record<string, unknown>): void {
   writeFileSync(
@@ -34,21 +20,11 @@ function writeProject(fields: Record<string, unknown>): void {
   );
 }
 
-function generate(...args: string[]) {
-  const result = spawnSync(process.execPath, [cli, "generate", ...args], { cwd: project, encoding: "utf8" });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const generate = (...args: string[]) => runCli(project, ["generate", ...args]);
 
 writeFileSync(
   join(project, "resources.mjs"),
-  `import Type from "typebox";
-import { defineResource } from ${JSON.stringify(resourcesModule)};
-export const Gizmo = defineResource({
-  group: "ship.kubeloop.dev", version: "v1", kind: "Gizmo", description: "A gizmo.",
-  spec: Type.Object({ size: Type.Integer({ description: "How big." }) }, { description: "Wanted." }),
-  status: Type.Object({ ready: Type.Optional(Type.Boolean({ description: "Ready." })) }, { description: "Seen." }),
-});
-`,
+  describedResourceModule(join(DIST, "resources/index.js"), "ship.kubeloop.dev", "Gizmo", "A gizmo."),
 );
 
 describe("generate for shipping", () => {
