@@ -15,6 +15,8 @@
  * await new Manager().add(echo).start();
  * ```
  */
+import { createRequire } from "node:module";
+
 export {
   AlreadyExists,
   ApiError,
@@ -61,4 +63,7 @@ export {
   setControllerReference,
 } from "./resources/index.js";
 
-export const VERSION = "0.1.0";
+const packageJson = createRequire(import.meta.url)("../package.json") as { version: string };
+
+/** The version of this kubeloop, from its package.json. */
+export const VERSION: string = packageJson.version;

@@ -28,7 +28,6 @@ export {
 export { type InformerView, MultiNamespaceInformer } from "./multi-namespace.js";
 export {
   type BackoffOptions,
-  DEFAULT_BACKOFF,
   Reflector,
   type ReflectorOptions,
   type ReflectorSink,

@@ -133,7 +133,11 @@ const ERROR_BY_CODE: Record<number, typeof ApiError> = {
   503: ServiceUnavailable,
 };
 
-/** Maps an HTTP code and Status to the matching error type. */
+/**
+ * Maps an HTTP code and Status to the matching error type.
+ *
+ * @internal for the in-memory API server of `kubeloop/testing`.
+ */
 export function apiErrorFor(
   code: number,
   status: Status | undefined,

@@ -16,13 +16,48 @@
  * ```
  */
 export type { ApiTransport } from "./api-transport.js";
-export * from "./client.js";
+export {
+  type ApplyOptions,
+  Client,
+  type ClientOptions,
+  type DeleteOptions,
+  type ListOptions,
+  type NamespaceOption,
+  type PatchOptions,
+  type PatchType,
+  type RequestOptions,
+  type WatchOptions,
+  type WriteOptions,
+  type Written,
+} from "./client.js";
 export { type ClusterConfig, type Impersonation, type LoadConfigOptions, loadConfig } from "./config.js";
 export { Discovery, type ResourceInfo } from "./discovery.js";
-export * from "./errors.js";
+export {
+  AlreadyExists,
+  ApiError,
+  apiErrorFor,
+  BadRequest,
+  ConfigError,
+  Conflict,
+  ConnectionError,
+  Forbidden,
+  Gone,
+  InternalError,
+  Invalid,
+  MethodNotAllowed,
+  NotFound,
+  RequestEntityTooLarge,
+  ServiceUnavailable,
+  type Status,
+  type StatusCause,
+  Timeout,
+  TooManyRequests,
+  Unauthorized,
+  UnknownKind,
+  UnsupportedMediaType,
+} from "./errors.js";
 export { type ListHead, parseListStream } from "./list-stream.js";
 export {
-  DEFAULT_REQUEST_TIMEOUT_MS,
   type HttpRequest,
   type HttpResponse,
   type StreamRequest,
@@ -30,5 +65,16 @@ export {
   Transport,
   type TransportOptions,
 } from "./transport.js";
-export * from "./types.js";
+export {
+  type KubeObject,
+  type ListMeta,
+  type ObjectList,
+  type ObjectMeta,
+  type ObjectOf,
+  objectKey,
+  type PartialObjectMetadata,
+  type ResourceType,
+  resourceType,
+  type WatchEvent,
+} from "./types.js";
 export { decodeWatchEvents } from "./watch.js";

@@ -28,14 +28,12 @@ export {
   type ControllerEnvironment,
   type ControllerMetrics,
   type ControllerSpec,
-  DEFAULT_CONCURRENCY,
   type MapFunc,
   type Reconciler,
   type Request,
   type ShardGate,
   type Source,
 } from "./controller.js";
-export { EXPECTATION_TIMEOUT_MS } from "./expectations.js";
 export {
   type Attempt,
   nextAttempt,
@@ -43,7 +41,17 @@ export {
   type RunOperationOptions,
   runOperation,
 } from "./operation.js";
-export * from "./predicates.js";
+export {
+  and,
+  annotationsChanged,
+  type Change,
+  generationChanged,
+  labelsChanged,
+  not,
+  or,
+  type Predicate,
+  resourceVersionChanged,
+} from "./predicates.js";
 export {
   type DeclaredTypes,
   LEADER_ELECTION_RULES,
@@ -53,7 +61,16 @@ export {
   rbacRoles,
   rbacRules,
 } from "./rbac.js";
-export * from "./result.js";
+export {
+  after,
+  type Duration,
+  done,
+  parseDuration,
+  type ReconcileResult,
+  RetryableError,
+  TerminalError,
+  terminal,
+} from "./result.js";
 export {
   type CronSchedule,
   cronSchedule,

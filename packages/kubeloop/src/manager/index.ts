@@ -27,16 +27,11 @@ export {
 } from "./clusters.js";
 export { type HealthCheck, HealthServer, type HealthServerOptions, ListenError } from "./health.js";
 export {
-  DEFAULT_LEASE_DURATION_MS,
-  DEFAULT_RENEW_DEADLINE_MS,
-  DEFAULT_RETRY_PERIOD_MS,
   LeaderElector,
   type LeaderElectorOptions,
   LeadershipLost,
 } from "./leader-election.js";
 export {
-  DEFAULT_CACHE_SYNC_TIMEOUT_MS,
-  DEFAULT_GRACEFUL_SHUTDOWN_MS,
   DEFAULT_METRICS_PORT,
   DEFAULT_PROBES_PORT,
   DEFAULT_SECURE_METRICS_PORT,
@@ -47,13 +42,9 @@ export {
 } from "./manager.js";
 export { type InformerReading, Metrics } from "./metrics.js";
 export {
-  ALLOW_TTL_MS,
-  DENY_TTL_MS,
   type MetricsAccess,
   type MetricsAuthOptions,
   MetricsAuthorizer,
-  REVIEW_TIMEOUT_MS,
-  TOKEN_REVIEW_TTL_MS,
 } from "./metrics-auth.js";
 export {
   drainLabel,

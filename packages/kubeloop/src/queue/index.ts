@@ -54,10 +54,6 @@ export {
   type WorkQueueOptions,
 } from "./queue.js";
 export {
-  DEFAULT_BASE_DELAY_MS,
-  DEFAULT_BUCKET_BURST,
-  DEFAULT_BUCKET_QPS,
-  DEFAULT_MAX_DELAY_MS,
   defaultRateLimiter,
   ExponentialRateLimiter,
   type ExponentialRateLimiterOptions,

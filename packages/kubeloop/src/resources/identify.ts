@@ -1,12 +1,20 @@
 import type { KubeObject, ResourceType } from "../client/index.js";
 
-/** `apps/v1` → `apps`; `v1` (the core group) → "". */
+/**
+ * `apps/v1` → `apps`; `v1` (the core group) → "".
+ *
+ * @internal for other kubeloop layers.
+ */
 export function groupOf(apiVersion: string): string {
   const slash = apiVersion.indexOf("/");
   return slash === -1 ? "" : apiVersion.slice(0, slash);
 }
 
-/** `apps/v1` → `v1`; `v1` → `v1`. */
+/**
+ * `apps/v1` → `v1`; `v1` → `v1`.
+ *
+ * @internal for other kubeloop layers.
+ */
 export function versionOf(apiVersion: string): string {
   return apiVersion.slice(apiVersion.indexOf("/") + 1);
 }

@@ -39,17 +39,12 @@ export {
   type Operation,
 } from "./apply.js";
 export {
-  CONDITION_REASON_PATTERN,
-  CONDITION_TYPE_PATTERN,
   type Condition,
   type ConditionInput,
   type ConditionStatus,
   findCondition,
   isFalse,
   isTrue,
-  MAX_CONDITION_MESSAGE_LENGTH,
-  MAX_CONDITION_REASON_LENGTH,
-  MAX_CONDITION_TYPE_LENGTH,
   removeCondition,
   setCondition,
 } from "./conditions.js";
@@ -64,20 +59,11 @@ export {
 } from "./define-resource.js";
 export { AlreadyOwned, InvalidCondition, InvalidEvent, InvalidOwnerReference } from "./errors.js";
 export {
-  CLUSTER_EVENTS_NAMESPACE,
-  DEFAULT_EVENT_BURST,
-  DEFAULT_EVENT_REFILL_MS,
-  DEFAULT_FLUSH_INTERVAL_MS,
-  DEFAULT_SERIES_WINDOW_MS,
   type EventInput,
   EventRecorder,
   type EventRecorderOptions,
   type EventRecorderStats,
   type EventType,
-  MAX_EVENT_FIELD_LENGTH,
-  MAX_EVENT_NOTE_BYTES,
-  MAX_PENDING_EVENT_WRITES,
-  MAX_TRACKED_EVENTS,
   microTime,
 } from "./events.js";
 export {
@@ -102,9 +88,8 @@ export {
   setControllerReference,
   setOwnerReference,
 } from "./owner-references.js";
-export { CONFLICT_RETRY_PAUSE_MS, DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
+export { retryOnConflict } from "./retry.js";
 export {
-  DEFAULT_ROLLOUT_HISTORY,
   PROGRESS_DEADLINE_EXCEEDED,
   type RolloutRecord,
   type RolloutState,
@@ -116,8 +101,6 @@ export { type JsonSchema, SchemaError, toStructuralSchema } from "./schema.js";
 export { Conditions, ObservedGeneration } from "./schemas.js";
 export {
   generatePassword,
-  MAX_REGISTERED_SECRETS,
-  MIN_SECRET_LENGTH,
   REDACTED,
   redactError,
   redactSecrets,
@@ -133,8 +116,6 @@ export {
   type StatusPatch,
 } from "./status.js";
 export {
-  DEFAULT_MIGRATION_CONCURRENCY,
-  DEFAULT_MIGRATION_PAGE_SIZE,
   type MigrateStorageOptions,
   type MigrationProgress,
   type MigrationResult,

@@ -37,7 +37,6 @@ export {
   type ComponentInfo,
   ControlPlane,
   type ControlPlaneOptions,
-  DEFAULT_START_TIMEOUT_MS,
   type Profile,
   type UserCredentials,
 } from "./control-plane.js";
@@ -53,14 +52,12 @@ export { JumpClock } from "./jump-clock.js";
 export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export {
   composeKwokStages,
-  DEFAULT_CRASH_RESTART_SECONDS,
   type KwokStage,
   type PodBehaviour,
   type PodSelector,
 } from "./kwok-stages.js";
 export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.js";
 export {
-  DEFAULT_HISTORY,
   MemoryApiServer,
   type MemoryApiServerOptions,
   MemoryTransport,
@@ -75,7 +72,6 @@ export {
 } from "./memory/index.js";
 export { CertificateAuthority } from "./pki.js";
 export {
-  DEFAULT_POSTGRES_START_TIMEOUT_MS,
   locatePostgres,
   POSTGRES_BIN_ENV,
   POSTGRES_BINARIES,

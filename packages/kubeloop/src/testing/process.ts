@@ -176,7 +176,11 @@ export class ManagedProcess {
   }
 }
 
-/** True while a process with this pid exists (EPERM: it exists but belongs to another user). */
+/**
+ * True while a process with this pid exists (EPERM: it exists but belongs to another user).
+ *
+ * @internal for the CLI.
+ */
 export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

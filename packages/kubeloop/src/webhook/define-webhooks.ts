@@ -125,7 +125,11 @@ function clientConfig(target: WebhookTarget, path: string): Record<string, unkno
   return { ...base, ...(target.caBundle ? { caBundle: target.caBundle } : {}) };
 }
 
-/** A `clientConfig` as the API server reads it: a Service (and path) or a URL, and the CA bundle. */
+/**
+ * A `clientConfig` as the API server reads it: a Service (and path) or a URL, and the CA bundle.
+ *
+ * @internal for the CLI and `kubeloop/testing`.
+ */
 export interface ClientConfig {
   service?: { name?: string; namespace?: string; port?: number; path?: string };
   url?: string;
@@ -135,6 +139,8 @@ export interface ClientConfig {
 /**
  * Replaces, in place, every `clientConfig` of a CRD's conversion webhook or of a Mutating/Validating
  * WebhookConfiguration's webhooks by `change(config)`; other objects are returned untouched.
+ *
+ * @internal for the CLI and `kubeloop/testing`.
  */
 export function mapClientConfigs<T extends object>(
   object: T,
