@@ -17,7 +17,26 @@ import {
 
 export { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
 export { type AssetSources, defaultAssetsRoot, kwokStagesPath, locateBinary } from "./locate.js";
-export * from "./versions.js";
+export {
+  type BinaryName,
+  COMPONENTS,
+  type ComponentName,
+  type ComponentSpec,
+  componentDirName,
+  componentOf,
+  componentsFor,
+  ETCD_VERSION,
+  HELM_VERSION,
+  KUBERNETES_VERSION,
+  KUBERNETES_VERSION_ENV,
+  KWOK_VERSION,
+  MINIMUM_GO,
+  minorOf,
+  OLDEST_KUBERNETES_VERSION,
+  OLM_API_VERSION,
+  resolveKubernetesVersion,
+  SUPPORTED_KUBERNETES_VERSIONS,
+} from "./versions.js";
 
 export interface EnsureAssetsOptions extends AssetSources, BuildOptions {
   /**
