@@ -350,34 +350,36 @@ export async function startEnvironment(): Promise<Environment> {
 }
 `;
 
-const CHECK_TEST = `import { spawnSync } from "node:child_process";
+/** A test of the new project that runs its own `kubeloop` with `args` and expects it to succeed. */
+function cliTest(suite: string, title: string, args: string[], shown: string, timeout = ""): string {
+  return `import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
-describe("kubeloop check --live", () => {
-  it("passes: described CRDs with status, least RBAC, owner references on what the operator makes, cleanup", () => {
+describe(${JSON.stringify(suite)}, () => {
+  it(${JSON.stringify(title)}, () => {
     const root = join(import.meta.dirname, "..");
-    const check = spawnSync(join(root, "node_modules/.bin/kubeloop"), ["check", "--live"], {
+    const check = spawnSync(join(root, "node_modules/.bin/kubeloop"), [${args.map((a) => JSON.stringify(a)).join(", ")}], {
       cwd: root,
       encoding: "utf8",
     });
-    expect(check.status, check.stdout + check.stderr).toBe(0);
-  }, 180_000);
+    expect(check.status, ${shown}).toBe(0);
+  }${timeout});
 });
 `;
+}
 
-const CONFIG_TEST = `import { spawnSync } from "node:child_process";
-import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+const CHECK_TEST = cliTest(
+  "kubeloop check --live",
+  "passes: described CRDs with status, least RBAC, owner references on what the operator makes, cleanup",
+  ["check", "--live"],
+  "check.stdout + check.stderr",
+  ", 180_000",
+);
 
-describe("config/", () => {
-  it("is what \`kubeloop generate\` writes from the code (run \`npm run generate\` when this fails)", () => {
-    const root = join(import.meta.dirname, "..");
-    const check = spawnSync(join(root, "node_modules/.bin/kubeloop"), ["generate", "--check"], {
-      cwd: root,
-      encoding: "utf8",
-    });
-    expect(check.status, check.stderr).toBe(0);
-  });
-});
-`;
+const CONFIG_TEST = cliTest(
+  "config/",
+  "is what `kubeloop generate` writes from the code (run `npm run generate` when this fails)",
+  ["generate", "--check"],
+  "check.stderr",
+);
