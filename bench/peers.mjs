@@ -2,6 +2,7 @@
 // Widget → one ConfigMap per Widget (owned by it) + status.observedGeneration and Ready.
 // Run: npm run bench:peers [-- --quick] [-- --rounds 3] [-- --only kubeloop,controller-runtime]
 // Writes bench/RESULTS.md (and bench/results.jsonl with every sample). See bench/peers/README.md.
+
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -17,6 +18,7 @@ import { request } from "node:https";
 import { stripTypeScriptTypes } from "node:module";
 import { cpus, homedir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ControlPlane } from "kubeloop/testing";
@@ -67,7 +69,6 @@ const SEMI = "kubeloop --max-semi-space-size=8";
 const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
 const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");
 const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let loadavgAtStart = readFileSync("/proc/loadavg", "utf8").trim();
 
 // ---------------------------------------------------------------------------------------------

@@ -4,11 +4,13 @@
 // single them out); a validating webhook on widgets/status that the API server calls on every
 // status write; a writer changing Widget specs continuously; and the checkers: no lost update,
 // no key reconciled by two replicas at once, replicas alive.
+
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:https";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Client } from "kubeloop/client";
 import { ConfigMap } from "kubeloop/k8s";
@@ -18,7 +20,6 @@ import { Widget } from "../peers/widget.ts";
 const here = fileURLToPath(new URL(".", import.meta.url));
 export const OPERATOR_USER = "chaos-operator";
 const WIDGETS_RESOURCE = "widgets.bench.kubeloop.dev";
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts everything. `widgets`: how many Widgets the workload has; `replicas`: operator processes

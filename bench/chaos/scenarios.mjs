@@ -2,7 +2,8 @@
 // it (`holdMs`), then heals it. Recovery is measured from the heal (from the injection for faults
 // that are over at once: a reset, a stall, a kill, a restart) to the moment a change made to the
 // probe Widget right after the injection is seen Ready at its generation.
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+import { setTimeout as sleep } from "node:timers/promises";
 
 export const SCENARIOS = [
   {

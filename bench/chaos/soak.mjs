@@ -9,7 +9,9 @@
 // ever held more than the live objects, then checks that no update was lost. plot.mjs draws it.
 //
 // Run: npm run soak -- --minutes 60 [--widgets 300 --rate 10 --fault-every 120 --out soak.jsonl]
+
 import { createWriteStream } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { ConfigMap } from "kubeloop/k8s";
 import { Widget } from "../peers/widget.ts";
@@ -30,7 +32,6 @@ const minutes = Number(values.minutes);
 const faultEveryMs = Number(values["fault-every"]) * 1000;
 if (!(minutes > 0)) throw new Error(`--minutes must be a positive number, got ${values.minutes}`);
 const log = (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const out = createWriteStream(values.out);
 const write = (record) => out.write(`${JSON.stringify(record)}\n`);

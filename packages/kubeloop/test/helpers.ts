@@ -1,5 +1,10 @@
-import type { Client } from "../src/client/client.js";
-import { kubectl } from "../src/testing/kubectl.js";
+import { Writable } from "node:stream";
+import pino from "pino";
+import { Client, type KubeObject } from "../src/client/index.js";
+import type { Controller } from "../src/controller/index.js";
+import { Manager, type ManagerOptions } from "../src/manager/index.js";
+import { ControlPlane, type ControlPlaneOptions, kubectl } from "../src/testing/index.js";
+import { pollUntil } from "../src/util/index.js";
 
 /** The error a promise rejects with; fails the test if it resolves instead. */
 export async function rejection(promise: Promise<unknown>): Promise<Error> {
@@ -17,11 +22,7 @@ export async function until(
   ms = 20_000,
   what = "condition",
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 50, message: what });
 }
 
 /** Makes fresh namespaces `<prefix>-1`, `<prefix>-2`, …: tests share a plane, never their objects. */
@@ -46,4 +47,54 @@ export async function serverFeatureEnabled(kubeconfig: string, name: string): Pr
   );
   if (!line) throw new Error(`the API server's /metrics does not report the ${name} feature gate`);
   return line[1] === "1";
+}
+
+/**
+ * A test file's control plane and an admin client on it. One plane per file (or per `describe`):
+ * `beforeAll(async () => ({ plane, client } = await startPlane()));` and
+ * `afterAll(() => stopPlane(plane, client));`.
+ */
+export async function startPlane(
+  options?: ControlPlaneOptions,
+): Promise<{ plane: ControlPlane; client: Client }> {
+  const plane = await new ControlPlane(options).start();
+  return { plane, client: await Client.connect({ kubeconfig: plane.kubeconfigPath }) };
+}
+
+/** Closes the client, then stops the plane; either may be missing when `startPlane` failed. */
+export async function stopPlane(plane: ControlPlane | undefined, client: Client | undefined): Promise<void> {
+  await client?.close();
+  await plane?.stop();
+}
+
+/** A pino logger at `level` whose JSON lines a test reads back, parsed, from `lines`. */
+export function capturingLogger<Line extends object = { level: number; msg: string }>(
+  level = "info",
+): { logger: pino.Logger; lines: Line[] } {
+  const lines: Line[] = [];
+  const logger = pino(
+    { level },
+    new Writable({
+      write(chunk, _encoding, callback) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        callback();
+      },
+    }),
+  );
+  return { logger, lines };
+}
+
+/**
+ * A manager as a test runs one (no probes, metrics or signal handlers unless `options` say so),
+ * with `controller` added, started and ready. Stop it with `manager.stop()`, then await `running`.
+ */
+export async function startManager<T extends KubeObject>(
+  options: ManagerOptions,
+  controller: Controller<T>,
+): Promise<{ manager: Manager; running: Promise<void> }> {
+  const manager = new Manager({ probes: false, metrics: false, handleSignals: false, ...options });
+  manager.add(controller);
+  const running = manager.start();
+  await manager.ready;
+  return { manager, running };
 }

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { PollTimeoutError, pollUntil } from "../src/util/index.js";
 
 /** The pids of live processes whose command line mentions `text` (e.g. a plane's folder). */
 export function processesMentioning(text: string): number[] {
@@ -29,10 +30,11 @@ export function isAlive(pid: number): boolean {
 
 /** Polls `check` every 100 ms until it holds or `timeoutMs` passes; returns its last answer. */
 export async function eventually(check: () => boolean, timeoutMs = 15_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return true;
+  return pollUntil(check, { timeoutMs }).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof PollTimeoutError) return false;
+      throw error;
+    },
+  );
 }

@@ -1,13 +1,13 @@
 import type { ConfigMap as ConfigMapObject, Secret as SecretObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { namespaces, serverFeatureEnabled, until } from "../../test/helpers.js";
-import { TcpProxy } from "../../test/tcp-proxy.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { Forbidden } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
+import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
 import { Informer } from "./informer.js";
 import { InformerRegistry } from "./registry.js";
 
@@ -36,9 +36,9 @@ function secret(ns: string, name: string): SecretObject {
 }
 
 /** A client whose connections go through `proxy`. */
-async function clientThrough(proxy: TcpProxy, requestTimeoutMs = 60_000): Promise<Client> {
+async function clientThrough(proxy: FaultProxy, requestTimeoutMs = 60_000): Promise<Client> {
   const config = await loadConfig({ kubeconfig: plane.kubeconfigPath });
-  return new Client({ ...config, server: `https://127.0.0.1:${proxy.port}` }, { requestTimeoutMs });
+  return new Client({ ...config, server: proxy.url }, { requestTimeoutMs });
 }
 
 beforeAll(async () => {
@@ -234,7 +234,7 @@ describe("Watch resilience", () => {
     const ns = await namespace();
     await client.create(secret(ns, "doomed"));
     await client.create(secret(ns, "kept"));
-    const proxy = await new TcpProxy({ host: "127.0.0.1", port: Number(new URL(plane.server).port) }).start();
+    const proxy = await startFaultProxy({ target: new URL(plane.server) });
     const viaProxy = await clientThrough(proxy);
     const informer = new Informer(viaProxy, Secret, { namespace: ns, ...fast });
     const deletes: string[] = [];
@@ -243,12 +243,13 @@ describe("Watch resilience", () => {
     });
     informer.start();
     await informer.synced;
-    proxy.cutAndRefuse();
+    await proxy.refuse();
+    proxy.reset();
     await client.delete(Secret, "doomed", { namespace: ns });
     await client.create(secret(ns, "born"));
     await client.create(secret(ns, "one-more"));
     await plane.compactEtcd();
-    proxy.pass();
+    await proxy.heal();
     await until(() => informer.get("born", ns) !== undefined, 30_000, "the relist");
     expect(deletes).toEqual(["doomed (tombstone)"]);
     expect(informer.stats.relistsAfterGone).toBe(1);
@@ -260,12 +261,12 @@ describe("Watch resilience", () => {
     ).toEqual(["born", "kept", "one-more"]);
     await informer.stop();
     await viaProxy.close();
-    await proxy.stop();
+    await proxy.close();
   });
 
   it("detects a half-open connection by its silence and recovers without a relist", async () => {
     const ns = await namespace();
-    const proxy = await new TcpProxy({ host: "127.0.0.1", port: Number(new URL(plane.server).port) }).start();
+    const proxy = await startFaultProxy({ target: new URL(plane.server) });
     const viaProxy = await clientThrough(proxy, 3_000);
     const informer = new Informer(viaProxy, ConfigMap, {
       namespace: ns,
@@ -277,15 +278,15 @@ describe("Watch resilience", () => {
     informer.start();
     await informer.synced;
     const lists = informer.stats.lists;
-    proxy.blackhole();
+    proxy.stall({ newConnections: true });
     await client.create(configMap(ns, "while-silent"));
     await until(() => errors.length > 0, 10_000, "the silence to be noticed");
-    proxy.pass();
+    await proxy.heal();
     await until(() => informer.get("while-silent", ns) !== undefined, 30_000, "recovery");
     expect(informer.stats.lists).toBe(lists);
     expect(errors[0]?.message).toMatch(/timeout/i);
     await informer.stop();
     await viaProxy.close();
-    await proxy.stop();
+    await proxy.close();
   });
 });

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import type { Client, KubeObject } from "../client/index.js";
 import { NotFound } from "../client/index.js";
 import { Secret } from "../k8s/index.js";
-import { CertificateAuthority } from "../testing/index.js";
+import { CertificateAuthority } from "../util/index.js";
 import { type ClientConfig, mapClientConfigs } from "../webhook/index.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
@@ -131,9 +131,6 @@ function withImage(object: KubeObject, image: string): KubeObject {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
-/** The CA outlives many serving certificates, so renewing one never changes the caBundle. */
-const CA_VALIDITY_MS = 10 * 365 * DAY_MS;
-const SERVING_VALIDITY_MS = 365 * DAY_MS;
 /** A deploy with less than this left on the serving certificate renews it. */
 export const RENEW_BEFORE_MS = 30 * DAY_MS;
 
@@ -182,11 +179,8 @@ export async function ensureWebhookCertificate(
   const ca =
     keptCert && keptKey
       ? CertificateAuthority.fromPem(keptCert, keptKey)
-      : CertificateAuthority.create(`${name}-ca`, { validityMs: CA_VALIDITY_MS });
-  const issued = ca.issueServing(
-    { commonName: dnsNames[0] ?? name, dnsNames, ipAddresses: [] },
-    { validityMs: SERVING_VALIDITY_MS },
-  );
+      : CertificateAuthority.create(`${name}-ca`);
+  const issued = ca.issueServing({ commonName: dnsNames[0] ?? name, dnsNames, ipAddresses: [] });
   const secret = (secret: string, data: Record<string, string>) =>
     client.apply(
       {

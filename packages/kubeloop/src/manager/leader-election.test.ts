@@ -1,13 +1,13 @@
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../test/helpers.js";
-import { TcpProxy } from "../../test/tcp-proxy.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { Forbidden } from "../client/errors.js";
 import { Lease as LeaseType, Role, RoleBinding } from "../k8s/index.js";
 import { microTime } from "../resources/events.js";
 import { ControlPlane } from "../testing/control-plane.js";
+import { startFaultProxy } from "../testing/fault-proxy.js";
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
@@ -335,9 +335,9 @@ describe("LeaderElector on a real API server", () => {
 
   it("a leader whose API server stops answering loses leadership at the renew deadline, not a request timeout later", async () => {
     const name = leaseName();
-    const proxy = await new TcpProxy({ host: "127.0.0.1", port: Number(new URL(plane.server).port) }).start();
+    const proxy = await startFaultProxy({ target: new URL(plane.server) });
     const config = await loadConfig({ kubeconfig: plane.kubeconfigPath });
-    const proxied = new Client({ ...config, server: `https://127.0.0.1:${proxy.port}` });
+    const proxied = new Client({ ...config, server: proxy.url });
     try {
       const a = candidate(name, "a", { client: proxied }).start();
       await until(() => a.elector.isLeader, 10_000, "a to lead");
@@ -346,7 +346,7 @@ describe("LeaderElector on a real API server", () => {
       const overlap = watchOverlap([a.elector, b.elector]);
 
       const hung = performance.now();
-      proxy.blackhole(); // connections stay open, no bytes pass: requests hang, nothing errors
+      proxy.stall({ newConnections: true }); // connections stay open, no bytes pass: requests hang, nothing errors
       await until(() => !a.elector.isLeader, 5_000, "a to lose");
       const lostAfter = performance.now() - hung;
       await until(() => b.elector.isLeader, 10_000, "b to take over");
@@ -361,7 +361,7 @@ describe("LeaderElector on a real API server", () => {
       expect(performance.now() - ending).toBeLessThan(100);
     } finally {
       await proxied.close();
-      await proxy.stop();
+      await proxy.close();
     }
   });
 

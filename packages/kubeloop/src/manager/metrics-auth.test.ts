@@ -10,7 +10,7 @@ import { deployManifests, metricsReaderRole, metricsRoles } from "../cli/manifes
 import { Client } from "../client/client.js";
 import type { KubeObject } from "../client/types.js";
 import { ControlPlane } from "../testing/control-plane.js";
-import { selfSignedCertificate } from "../util/tls.js";
+import { selfSignedCertificate } from "../util/index.js";
 import { Manager } from "./manager.js";
 import { DENY_TTL_MS, MetricsAuthorizer } from "./metrics-auth.js";
 

@@ -1,5 +1,5 @@
-import type { Clock } from "./clock.js";
-import { type HeapItem, MinHeap } from "./heap.js";
+import type { Clock } from "../util/index.js";
+import { type HeapItem, MinHeap } from "../util/index.js";
 
 /**
  * The waiting room of the queue: items with a ready time in the future, kept in a binary min-heap

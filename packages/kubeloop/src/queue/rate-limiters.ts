@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "./clock.js";
+import { type Clock, systemClock, TokenBucket } from "../util/index.js";
 
 /**
  * Rate limiters decide how long a key waits before its next attempt after a failure; the queue's
@@ -100,9 +100,7 @@ export interface TokenBucketRateLimiterOptions {
 export class TokenBucketRateLimiter<K = string> implements RateLimiter<K> {
   readonly qps: number;
   readonly burst: number;
-  private readonly clock: Clock;
-  private tokens: number;
-  private last: number;
+  private readonly bucket: TokenBucket;
 
   constructor(options: TokenBucketRateLimiterOptions = {}) {
     this.qps = options.qps ?? DEFAULT_BUCKET_QPS;
@@ -111,19 +109,11 @@ export class TokenBucketRateLimiter<K = string> implements RateLimiter<K> {
     if (!Number.isSafeInteger(this.burst) || this.burst < 1) {
       throw new RangeError(`burst must be an integer >= 1, got ${this.burst}`);
     }
-    this.clock = options.clock ?? systemClock;
-    this.tokens = this.burst;
-    this.last = this.clock.now();
+    this.bucket = new TokenBucket(this.qps, this.burst, options.clock ?? systemClock);
   }
 
   when(_key: K): number {
-    if (this.qps === Number.POSITIVE_INFINITY) return 0;
-    const now = this.clock.now();
-    const elapsed = now > this.last ? now - this.last : 0;
-    this.last = now;
-    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.qps) / 1000);
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+    return this.bucket.reserve();
   }
 
   forget(_key: K): void {}

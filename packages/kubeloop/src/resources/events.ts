@@ -5,6 +5,7 @@ import type { Event as EventObject } from "kubernetes-types/events/v1.js";
 import type { Client, KubeObject } from "../client/index.js";
 import { NotFound } from "../client/index.js";
 import { Event as EventResource } from "../k8s/index.js";
+import { type Clock, systemClock, TokenBucket } from "../util/index.js";
 import { InvalidEvent } from "./errors.js";
 import { isQualifiedName } from "./names.js";
 
@@ -108,11 +109,6 @@ interface Series {
   lastObserved: number;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
 /**
  * @example
  * ```ts
@@ -133,11 +129,13 @@ export class EventRecorder {
   private readonly windowMs: number;
   private readonly flushMs: number;
   private readonly now: () => number;
+  /** The buckets' clock: {@link now} for the time. */
+  private readonly clock: Clock;
   /** Insertion order is recency: a touched entry is deleted and set again. */
   private readonly series = new Map<string, Series>();
   /** Series replaced by a newer one (or evicted) whose final count is still to be written. */
   private readonly ending = new Set<Series>();
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private readonly creates = new Set<Promise<void>>();
   private readonly counts: EventRecorderStats = { created: 0, seriesUpdates: 0, dropped: 0, failed: 0 };
   private timer: NodeJS.Timeout | undefined;
@@ -167,6 +165,7 @@ export class EventRecorder {
     this.windowMs = positive("seriesWindowMs", options.seriesWindowMs ?? DEFAULT_SERIES_WINDOW_MS);
     this.flushMs = positive("flushIntervalMs", options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS);
     this.now = options.now ?? Date.now;
+    this.clock = { ...systemClock, now: this.now };
   }
 
   /** Counters since the recorder was made (a copy). */
@@ -235,7 +234,7 @@ export class EventRecorder {
       return;
     }
     if (existing) this.retire(existing);
-    if (!this.take(identity(subject), now) || this.creates.size >= MAX_PENDING_EVENT_WRITES) {
+    if (!this.take(identity(subject)) || this.creates.size >= MAX_PENDING_EVENT_WRITES) {
       this.counts.dropped++;
       return;
     }
@@ -328,14 +327,10 @@ export class EventRecorder {
   }
 
   /** Takes a token from the object's bucket; false when it is empty. */
-  private take(subject: string, now: number): boolean {
-    const bucket = this.buckets.get(subject) ?? { tokens: this.burst, at: now };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + Math.max(0, now - bucket.at) / this.refillMs);
-    bucket.at = now;
+  private take(subject: string): boolean {
+    const bucket = this.buckets.get(subject) ?? TokenBucket.oneEvery(this.refillMs, this.burst, this.clock);
     touch(this.buckets, subject, bucket);
-    if (bucket.tokens < 1) return false;
-    bucket.tokens -= 1;
-    return true;
+    return bucket.tryTake();
   }
 
   private forget(series: Series): void {

@@ -1,4 +1,4 @@
-import type { Clock } from "../queue/index.js";
+import type { Clock } from "../util/index.js";
 
 /**
  * A wall clock for end-to-end tests of scheduled work: it runs in real time (so retries, backoff

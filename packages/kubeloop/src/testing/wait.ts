@@ -1,3 +1,4 @@
+import { PollTimeoutError, pollUntil } from "../util/index.js";
 import { ControlPlaneError } from "./errors.js";
 
 export interface WaitOptions {
@@ -10,30 +11,17 @@ export interface WaitOptions {
 
 /**
  * Polls `check` until it returns true. Errors thrown by `check` count as "not yet" (the server may
- * still be coming up) and the last one is reported if time runs out.
+ * still be coming up) and the last one is reported if time runs out, as a {@link ControlPlaneError}.
  */
 export async function waitFor(
   what: string,
   check: () => Promise<boolean>,
   options: WaitOptions,
 ): Promise<void> {
-  const deadline = Date.now() + options.timeoutMs;
-  const interval = options.intervalMs ?? 100;
-  let lastError: unknown;
-  for (;;) {
-    options.abortIf?.();
-    try {
-      if (await check()) return;
-      lastError = undefined;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() >= deadline) {
-      const because = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
-      throw new ControlPlaneError(
-        `Timed out after ${options.timeoutMs / 1000}s waiting for ${what}${because}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, interval));
+  try {
+    await pollUntil(check, { ...options, message: what });
+  } catch (error) {
+    if (!(error instanceof PollTimeoutError)) throw error;
+    throw new ControlPlaneError(error.message, { cause: error.cause });
   }
 }

@@ -4,7 +4,19 @@
  *
  * @internal
  */
-export { sleep } from "./time.js";
+export { type Clock, FakeClock, systemClock } from "./clock.js";
+export { type HeapItem, MinHeap } from "./heap.js";
+export {
+  CertificateAuthority,
+  type ClientCertRequest,
+  generateKeyPair,
+  type IssuedCert,
+  type KeyPair,
+  type ServingCertRequest,
+  selfSignedCertificate,
+  type Validity,
+} from "./pki.js";
+export { type PollOptions, PollTimeoutError, pollUntil, sleep } from "./time.js";
 export {
   CERT_FILE,
   CertificateFolder,
@@ -13,6 +25,5 @@ export {
   KEY_FILE,
   type SecureContextTarget,
   type ServingCertificate,
-  selfSignedCertificate,
 } from "./tls.js";
 export { TokenBucket } from "./token-bucket.js";

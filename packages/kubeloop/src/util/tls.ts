@@ -1,12 +1,11 @@
-import { generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
+import { X509Certificate } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import forge from "node-forge";
 
 /**
  * The TLS bits the manager's HTTPS servers share (the webhook server and the secure metrics
  * server): a serving certificate read from a folder in cert-manager's layout and reloaded when
- * its files change, and a self-signed one made at start for servers nobody verifies by name.
+ * its files change. (A self-signed one for servers nobody verifies by name: `selfSignedCertificate`, in pki.ts.)
  */
 
 /** A PEM certificate (chain) and its private key, as `tls.createSecureContext` takes them. */
@@ -109,49 +108,4 @@ export class CertificateFolder {
 /** When the first certificate of a PEM chain expires, in seconds since the epoch. Throws if it is not a certificate. */
 export function expiryOf(certPem: string): number {
   return Math.floor(new X509Certificate(certPem).validToDate.getTime() / 1000);
-}
-
-/** A year: a self-signed certificate lives as long as its process, which is rarely restarted less often. */
-const SELF_SIGNED_VALIDITY_MS = 365 * 24 * 3600 * 1000;
-
-/**
- * A self-signed serving certificate for `names` (DNS names; IP addresses also go in as IP SANs),
- * made at start (an RSA-2048 key takes ~50 ms). For a scraper that skips verification (kubebuilder's
- * default ServiceMonitor) or pins nothing; mount a real one where clients verify.
- *
- * @example
- * ```ts
- * const { cert, key } = selfSignedCertificate(["localhost", "127.0.0.1"]);
- * ```
- */
-export function selfSignedCertificate(
-  names: readonly string[],
-  validityMs = SELF_SIGNED_VALIDITY_MS,
-): ServingCertificate {
-  const { privateKey, publicKey } = generateKeyPairSync("rsa", {
-    modulusLength: 2048,
-    privateKeyEncoding: { type: "pkcs8", format: "pem" },
-    publicKeyEncoding: { type: "spki", format: "pem" },
-  });
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey);
-  cert.serialNumber = `01${randomBytes(15).toString("hex")}`;
-  const now = Date.now();
-  cert.validity.notBefore = new Date(now - 60_000); // clock skew between the scraper and us
-  cert.validity.notAfter = new Date(now + validityMs);
-  const subject = [{ name: "commonName", value: names[0] ?? "kubeloop" }];
-  cert.setSubject(subject);
-  cert.setIssuer(subject);
-  const isIp = (name: string) => /^[\d.]+$/.test(name) || name.includes(":");
-  cert.setExtensions([
-    { name: "basicConstraints", cA: false },
-    { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: "extKeyUsage", serverAuth: true },
-    {
-      name: "subjectAltName",
-      altNames: names.map((name) => (isIp(name) ? { type: 7, ip: name } : { type: 2, value: name })),
-    },
-  ]);
-  cert.sign(forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: privateKey };
 }
