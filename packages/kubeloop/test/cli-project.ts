@@ -35,6 +35,16 @@ export function runCli(cwd: string, args: string[]): CliResult {
 }
 
 /**
+ * The source of a resource module: `Type` and `defineResource` imported (the latter from `from`,
+ * "kubeloop/resources" or by default the built package), then `definitions`.
+ */
+export function resourceModule(definitions: string, from = join(DIST, "resources/index.js")): string {
+  return `import Type from "typebox";
+import { defineResource } from ${JSON.stringify(from)};
+${definitions}`;
+}
+
+/**
  * The source of a module defining `kind` (in `group`, v1) with an integer `spec.size` and a
  * boolean `status.ready`, every part described, as OLM bundles and `kubeloop check` want.
  * `defineResource` is imported from `from`: "kubeloop/resources", or a path into dist.
@@ -45,12 +55,13 @@ export function describedResourceModule(
   kind: string,
   description: string,
 ): string {
-  return `import Type from "typebox";
-import { defineResource } from ${JSON.stringify(from)};
-export const ${kind} = defineResource({
+  return resourceModule(
+    `export const ${kind} = defineResource({
   group: ${JSON.stringify(group)}, version: "v1", kind: ${JSON.stringify(kind)}, description: ${JSON.stringify(description)},
   spec: Type.Object({ size: Type.Integer({ description: "How big." }) }, { description: "Wanted." }),
   status: Type.Object({ ready: Type.Optional(Type.Boolean({ description: "Ready." })) }, { description: "Seen." }),
 });
-`;
+`,
+    from,
+  );
 }

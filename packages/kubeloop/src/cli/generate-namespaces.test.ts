@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { cachedProjectDir, DIST as dist, runCli } from "../../test/cli-project.js";
+import { cachedProjectDir, DIST as dist, resourceModule, runCli } from "../../test/cli-project.js";
 
 // `kubeloop generate` for an operator that watches some namespaces: Roles and RoleBindings there,
 // a ClusterRole only for what is cluster-scoped, WATCH_NAMESPACE in the Deployment, and --check.
@@ -12,13 +12,11 @@ const dir = cachedProjectDir("generate-namespaces");
 beforeAll(() => {
   writeFileSync(
     join(dir, "resources.mjs"),
-    `import Type from "typebox";
-import { defineResource } from ${JSON.stringify(join(dist, "resources/index.js"))};
-export const Shop = defineResource({
+    resourceModule(`export const Shop = defineResource({
   group: "shop.example.com", version: "v1", kind: "Shop",
   spec: Type.Object({ size: Type.Integer() }),
 });
-`,
+`),
   );
   writeFileSync(
     join(dir, "controllers.mjs"),

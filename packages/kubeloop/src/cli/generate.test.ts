@@ -1,22 +1,19 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cachedProjectDir, DIST, runCli } from "../../test/cli-project.js";
+import { cachedProjectDir, DIST, resourceModule, runCli } from "../../test/cli-project.js";
 
-const resourcesModule = join(DIST, "resources/index.js");
 const dir = cachedProjectDir("generate");
 
 function writeResources(maximum: number): void {
   writeFileSync(
     join(dir, "resources.mjs"),
-    `import Type from "typebox";
-import { defineResource } from ${JSON.stringify(resourcesModule)};
-export const Gizmo = defineResource({
+    resourceModule(`export const Gizmo = defineResource({
   group: "gen.kubeloop.dev", version: "v1", kind: "Gizmo",
   spec: Type.Object({ size: Type.Integer({ minimum: 1, maximum: ${maximum} }) }),
 });
 export const notADefinition = 42;
-`,
+`),
   );
 }
 
@@ -61,14 +58,12 @@ describe("kubeloop generate with webhooks", () => {
   function writeVersioned(withConversion: boolean): void {
     writeFileSync(
       join(dir, "versioned.mjs"),
-      `import Type from "typebox";
-import { defineResource } from ${JSON.stringify(resourcesModule)};
-export const Dial = defineResource({
+      resourceModule(`export const Dial = defineResource({
   group: "gen.kubeloop.dev", version: "v1", kind: "Dial",
   spec: Type.Object({ level: Type.Integer() }),
   otherVersions: [{ version: "v1alpha1", spec: Type.Object({ volume: Type.Integer() }) }],
 });
-`,
+`),
     );
     writeFileSync(
       join(dir, "hooks.mjs"),
