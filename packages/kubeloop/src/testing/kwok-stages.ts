@@ -203,22 +203,20 @@ function excluding(pods: PodSelector): StageExpression {
  * them: kwok allocates a fresh IP at each call, and the API server refuses a second IP per family.
  */
 const ADDRESSES = `
-{{ $hostIPs := NodeIPsWith .spec.nodeName }}
-{{ with $hostIPs }}
-hostIP: {{ index . 0 | Quote }}
-hostIPs:
-{{ range . }}
-- ip: {{ . | Quote }}
-{{ end }}
-{{ end }}
-{{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-{{ with $podIPs }}
-podIP: {{ index . 0 | Quote }}
-podIPs:
+${ips("host", "NodeIPsWith .spec.nodeName")}
+${ips("pod", 'PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" )')}`;
+
+/** `<kind>IP` and `<kind>IPs` from what kwok's `lookup` function allocates, if anything. */
+function ips(kind: "host" | "pod", lookup: string): string {
+  return `{{ $${kind}IPs := ${lookup} }}
+{{ with $${kind}IPs }}
+${kind}IP: {{ index . 0 | Quote }}
+${kind}IPs:
 {{ range . }}
 - ip: {{ . | Quote }}
 {{ end }}
 {{ end }}`;
+}
 
 const NOT_READY_CONDITIONS = `
 conditions:

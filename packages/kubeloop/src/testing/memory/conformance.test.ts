@@ -183,6 +183,15 @@ const labels = (variant: number) => ({
   index: String(variant),
 });
 
+/** The Widget `w` in `ns`, with `fields` (spec, status, anything) after its metadata. */
+const widget = (ns: string, fields: object = {}) =>
+  ({
+    apiVersion: Widget.apiVersion,
+    kind: "Widget",
+    metadata: { name: "w", namespace: ns },
+    ...fields,
+  }) as KubeObject;
+
 /** A kind under test: its objects are `type` with the test's metadata and `fields` (a fresh copy each time). */
 function kindCase(
   label: string,
@@ -662,44 +671,16 @@ describe("Widget schema: defaulting, pruning, validation", () => {
   ];
   for (const [label, spec] of cases)
     conformance(label, async (c, ns, t) => {
-      await step(t, () =>
-        c.create({
-          apiVersion: Widget.apiVersion,
-          kind: "Widget",
-          metadata: { name: "w", namespace: ns },
-          spec,
-        } as KubeObject),
-      );
+      await step(t, () => c.create(widget(ns, { spec })));
     });
   conformance("no spec at all gets the default spec", async (c, ns, t) => {
-    await step(t, () =>
-      c.create({
-        apiVersion: Widget.apiVersion,
-        kind: "Widget",
-        metadata: { name: "w", namespace: ns },
-      } as KubeObject),
-    );
+    await step(t, () => c.create(widget(ns)));
   });
   conformance("unknown top-level fields are pruned", async (c, ns, t) => {
-    await step(t, () =>
-      c.create({
-        apiVersion: Widget.apiVersion,
-        kind: "Widget",
-        metadata: { name: "w", namespace: ns },
-        extra: 1,
-        spec: {},
-      } as KubeObject),
-    );
+    await step(t, () => c.create(widget(ns, { extra: 1, spec: {} })));
   });
   conformance("invalid update: 422", async (c, ns, t) => {
-    const created = (await step(t, () =>
-      c.create({
-        apiVersion: Widget.apiVersion,
-        kind: "Widget",
-        metadata: { name: "w", namespace: ns },
-        spec: {},
-      } as KubeObject),
-    )) as KubeObject;
+    const created = (await step(t, () => c.create(widget(ns, { spec: {} })))) as KubeObject;
     await step(t, () => c.update({ ...created, spec: { size: 50 } } as KubeObject));
   });
 });
