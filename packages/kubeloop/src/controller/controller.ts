@@ -93,7 +93,7 @@ export interface ControllerEnvironment {
   namespaces?: readonly string[] | undefined;
   events?: EventSink;
   /** Metric hooks (the manager's Prometheus metrics). */
-  metrics?: ControllerMetrics;
+  metrics?: ControllerMetricsSink;
   /** This replica's share of the objects, when the manager is sharded (`manager/sharding/`). */
   shard?: ShardGate;
   /** The API server's 429s and latency, for adaptive workers (the manager's client feeds it). */
@@ -116,7 +116,11 @@ export interface ShardGate {
   release(type: ResourceType, object: KubeObject): Promise<void>;
 }
 
-export interface ControllerMetrics {
+/**
+ * Where a controller reports its measurements (the manager turns them into Prometheus series: see
+ * `Metrics.controller` of `kubeloop/manager`).
+ */
+export interface ControllerMetricsSink {
   queue: QueueMetrics;
   reconciled(result: "success" | "error" | "requeue" | "requeue_after" | "terminal", seconds: number): void;
   activeWorkers(delta: number): void;

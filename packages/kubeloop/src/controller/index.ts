@@ -26,7 +26,7 @@ export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions
 export {
   Controller,
   type ControllerEnvironment,
-  type ControllerMetrics,
+  type ControllerMetricsSink,
   type ControllerSpec,
   type MapFunc,
   type Reconciler,

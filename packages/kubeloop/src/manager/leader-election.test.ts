@@ -52,7 +52,7 @@ function candidate(name: string, identity: string, options: Partial<LeaderElecto
   let leadingSignal: AbortSignal | undefined;
   const elector = new LeaderElector({
     client,
-    name,
+    id: name,
     namespace: NS,
     identity,
     ...FAST,
@@ -114,7 +114,7 @@ function readLease(name: string): Promise<Lease> {
 
 describe("LeaderElector: options", () => {
   it("defaults to client-go's 15 s / 10 s / 2 s and a hostname_uuid identity", () => {
-    const elector = new LeaderElector({ client: {} as Client, name: "op", namespace: NS });
+    const elector = new LeaderElector({ client: {} as Client, id: "op", namespace: NS });
     expect([elector.leaseDurationMs, elector.renewDeadlineMs, elector.retryPeriodMs]).toEqual([
       15_000, 10_000, 2_000,
     ]);
@@ -122,14 +122,14 @@ describe("LeaderElector: options", () => {
       15_000, 10_000, 2_000,
     ]);
     expect(elector.identity).toMatch(/^.+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    expect(new LeaderElector({ client: {} as Client, name: "op", namespace: NS }).identity).not.toBe(
+    expect(new LeaderElector({ client: {} as Client, id: "op", namespace: NS }).identity).not.toBe(
       elector.identity,
     );
     expect(elector.isLeader).toBe(false);
   });
 
   it("refuses timings that would let two leaders overlap or leave no room to renew", () => {
-    const base = { client: {} as Client, name: "op", namespace: NS };
+    const base = { client: {} as Client, id: "op", namespace: NS };
     expect(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 })).toThrow(
       /must be greater than renewDeadlineMs/,
     );
@@ -139,7 +139,7 @@ describe("LeaderElector: options", () => {
     expect(
       () => new LeaderElector({ ...base, leaseDurationMs: 500, renewDeadlineMs: 400, retryPeriodMs: 100 }),
     ).toThrow(/at least 1000/);
-    expect(() => new LeaderElector({ ...base, namespace: "" })).toThrow(/name and namespace/);
+    expect(() => new LeaderElector({ ...base, namespace: "" })).toThrow(/id \(its name\) and namespace/);
   });
 
   it("writes times as Kubernetes MicroTime: six fractional digits, UTC", () => {

@@ -85,7 +85,7 @@ export type StoppedLeading = { lost: false } | { lost: true; error: LeadershipLo
 export interface LeaderElectorOptions {
   client: Client;
   /** The Lease's name, e.g. `nginx-operator` (controller-runtime's `LeaderElectionID`). */
-  name: string;
+  id: string;
   /** The Lease's namespace; explicit, like every namespaced call of the client. */
   namespace: string;
   /** Who this replica is, written into `holderIdentity`. Default `<hostname>_<random uuid>`. */
@@ -146,7 +146,7 @@ interface LeaseRecord {
  * @example
  * ```ts
  * const elector = new LeaderElector({
- *   client, name: "nginx-operator", namespace: "operators", releaseOnCancel: true,
+ *   client, id: "nginx-operator", namespace: "operators", releaseOnCancel: true,
  *   onStartedLeading: (signal) => startControllers(signal),
  *   onStoppedLeading: (event) => { if (event.lost) process.exitCode = 1; },
  * });
@@ -157,7 +157,8 @@ interface LeaseRecord {
  */
 export class LeaderElector {
   readonly identity: string;
-  readonly name: string;
+  /** The Lease's name. */
+  readonly id: string;
   readonly namespace: string;
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
@@ -181,14 +182,14 @@ export class LeaderElector {
 
   constructor(options: LeaderElectorOptions) {
     this.options = options;
-    this.name = options.name;
+    this.id = options.id;
     this.namespace = options.namespace;
     this.identity = options.identity ?? `${hostname()}_${randomUUID()}`;
     this.leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS;
     this.renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
     this.retryPeriodMs = options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS;
-    if (!this.name || !this.namespace)
-      throw new TypeError("Leader election needs a Lease name and namespace");
+    if (!this.id || !this.namespace)
+      throw new TypeError("Leader election needs a Lease id (its name) and namespace");
     if (!this.identity) throw new TypeError("Leader election needs a non-empty identity");
     if (!(this.leaseDurationMs >= 1_000)) {
       throw new RangeError(`leaseDurationMs must be at least 1000 (got ${this.leaseDurationMs})`);
@@ -401,7 +402,7 @@ export class LeaderElector {
       kind: "Lease",
       metadata: {
         ...(this.lease?.metadata ?? {}),
-        name: this.name,
+        name: this.id,
         namespace: this.namespace,
         ...(this.options.labels
           ? { labels: { ...(this.lease?.metadata?.labels ?? {}), ...this.options.labels } }
@@ -421,7 +422,7 @@ export class LeaderElector {
   }
 
   private read(signal: AbortSignal): Promise<Lease> {
-    return this.options.client.get(Leases, this.name, { namespace: this.namespace, ...this.call(signal) });
+    return this.options.client.get(Leases, this.id, { namespace: this.namespace, ...this.call(signal) });
   }
 
   /** Lease calls are cancellable (renew deadline, stop) and time out on their own. */
@@ -554,7 +555,7 @@ export class LeaderElector {
   }
 
   private describe(): string {
-    return `${this.namespace}/${this.name}`;
+    return `${this.namespace}/${this.id}`;
   }
 }
 

@@ -4,7 +4,7 @@ import type { Informer } from "../cache/index.js";
 import { InformerRegistry, WatchForbidden } from "../cache/index.js";
 import type { KubeObject } from "../client/index.js";
 import { Client, loadConfig } from "../client/index.js";
-import type { Controller, ControllerMetrics as ControllerHooks } from "../controller/index.js";
+import type { Controller, ControllerMetricsSink } from "../controller/index.js";
 import { ApiPressure, checkNamespaces } from "../controller/index.js";
 import { EventRecorder } from "../resources/index.js";
 import { CertificateFolder, selfSignedCertificate } from "../util/index.js";
@@ -56,8 +56,11 @@ export interface ManagerOptions {
         id: string;
         /** Default: `$POD_NAMESPACE`, the service account's namespace, or the kubeconfig's. */
         namespace?: string;
-        /** Release the Lease on shutdown so a standby takes over at once. Default true. */
-        releaseOnShutdown?: boolean;
+        /**
+         * Hand the Lease back on shutdown so a standby takes over at once (controller-runtime's
+         * `LeaderElectionReleaseOnCancel`). Default true: the manager stops its controllers first.
+         */
+        releaseOnCancel?: boolean;
         leaseDurationMs?: number;
         renewDeadlineMs?: number;
         retryPeriodMs?: number;
@@ -395,9 +398,9 @@ export class Manager {
     const namespace = election.namespace ?? defaultNamespace(client);
     this.elector = new LeaderElector({
       client,
-      name: election.id,
+      id: election.id,
       namespace,
-      releaseOnCancel: election.releaseOnShutdown ?? true,
+      releaseOnCancel: election.releaseOnCancel ?? true,
       ...(election.leaseDurationMs ? { leaseDurationMs: election.leaseDurationMs } : {}),
       ...(election.renewDeadlineMs ? { renewDeadlineMs: election.renewDeadlineMs } : {}),
       ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
@@ -587,7 +590,7 @@ export class Manager {
     this.resolveStopped();
   }
 
-  private controllerHooks(controller: Controller<KubeObject>): ControllerHooks {
+  private controllerHooks(controller: Controller<KubeObject>): ControllerMetricsSink {
     const metrics = this.metrics.controller(controller.name);
     const queue = this.metrics.workqueue(controller.name);
     let active = 0;

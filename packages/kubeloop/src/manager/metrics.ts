@@ -12,14 +12,12 @@ import type { LeaderElectionMetrics } from "./leader-election.js";
  *
  * | metric | labels | fed by |
  * |---|---|---|
- * | `controller_runtime_reconcile_total` | `controller`, `result` | {@link ControllerMetrics.reconciled} |
+ * | `controller_runtime_reconcile_total` | `controller`, `result` | {@link ControllerMetricSeries.reconciled} |
  * | `controller_runtime_reconcile_errors_total` | `controller` | `reconciled("error" \| "terminal_error")` |
  * | `controller_runtime_terminal_reconcile_errors_total` | `controller` | `reconciled("terminal_error")` |
- * | `controller_runtime_reconcile_panics_total` | `controller` | {@link ControllerMetrics.panicked} |
- * | `controller_runtime_reconcile_timeouts_total` | `controller` | {@link ControllerMetrics.timedOut} |
  * | `controller_runtime_reconcile_time_seconds` | `controller` | `reconciled(…, seconds)` |
- * | `controller_runtime_max_concurrent_reconciles` | `controller` | {@link ControllerMetrics.maxConcurrent} |
- * | `controller_runtime_active_workers` | `controller` | {@link ControllerMetrics.workers} |
+ * | `controller_runtime_max_concurrent_reconciles` | `controller` | {@link ControllerMetricSeries.maxConcurrent} |
+ * | `controller_runtime_active_workers` | `controller` | {@link ControllerMetricSeries.workers} |
  * | `workqueue_*` (7 metrics) | `name`, `controller` (+ `priority` on depth) | {@link Metrics.workqueue} |
  * | `rest_client_requests_total` | `code`, `method`, `host` | {@link Metrics.restClient} |
  * | `leader_election_master_status` | `name` | {@link Metrics.leaderElection} |
@@ -46,25 +44,25 @@ export const RECONCILE_TIME_BUCKETS: readonly number[] = [
 export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = exponentialBuckets(10e-9, 10, 12);
 
 /** The `result` label of `controller_runtime_reconcile_total`. */
-export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_after";
 /**
  * How a reconcile ended. `terminal_error` is counted as `result="error"` plus the terminal counter,
  * as controller-runtime counts a `reconcile.TerminalError`.
  */
-export type ReconcileOutcome = ReconcileResult | "terminal_error";
+export type ReconcileOutcome = ReconcileResultLabel | "terminal_error";
 
-/** Per-controller metrics; from {@link Metrics.controller}. */
-export interface ControllerMetrics {
+/**
+ * The Prometheus series of one controller; from {@link Metrics.controller}. Panics and timeouts
+ * (controller-runtime's `reconcile_panics_total`, `reconcile_timeouts_total`) are not counted: a
+ * reconciler's throw is an error here, and a reconcile has no timeout of its own.
+ */
+export interface ControllerMetricSeries {
   readonly name: string;
   /**
    * A reconcile ended: counts it under its result (errors also in `…_errors_total`, terminal ones
    * also in `…_terminal_reconcile_errors_total`) and observes its duration in seconds.
    */
   reconciled(outcome: ReconcileOutcome, seconds: number): void;
-  /** The reconciler crashed (a panic in Go; e.g. a programming error). Report the reconcile as `error` too. */
-  panicked(): void;
-  /** The reconcile ran past its timeout and was abandoned. */
-  timedOut(): void;
   /** `controller_runtime_active_workers`: workers busy reconciling now. */
   workers(active: number): void;
   /** `controller_runtime_max_concurrent_reconciles`: the controller's worker count. */
@@ -142,8 +140,6 @@ export class Metrics implements MetricsSource {
   private readonly reconcileTotal: Counter<"controller" | "result">;
   private readonly reconcileErrors: Counter<"controller">;
   private readonly terminalReconcileErrors: Counter<"controller">;
-  private readonly reconcilePanics: Counter<"controller">;
-  private readonly reconcileTimeouts: Counter<"controller">;
   private readonly reconcileTime: Histogram<"controller">;
   private readonly maxConcurrentReconciles: Gauge<"controller">;
   private readonly activeWorkers: Gauge<"controller">;
@@ -164,7 +160,7 @@ export class Metrics implements MetricsSource {
   private readonly certificateExpiration: Gauge<"server">;
   private informerReadings: (() => readonly InformerReading[]) | undefined;
 
-  private readonly controllers = new Map<string, ControllerMetrics>();
+  private readonly controllers = new Map<string, ControllerMetricSeries>();
   private readonly queues = new Map<string, WorkqueueMetrics>();
   /** Queues whose in-flight gauges are read at scrape time, by queue name. */
   private readonly observedQueues = new Map<string, QueueReadings>();
@@ -191,18 +187,6 @@ export class Metrics implements MetricsSource {
     this.terminalReconcileErrors = new Counter({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcilePanics = new Counter({
-      name: "controller_runtime_reconcile_panics_total",
-      help: "Total number of reconciliation panics per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcileTimeouts = new Counter({
-      name: "controller_runtime_reconcile_timeouts_total",
-      help: "Total number of reconciliation timeouts per controller",
       labelNames: ["controller"],
       registers,
     });
@@ -397,7 +381,7 @@ export class Metrics implements MetricsSource {
    * `active_workers`), as controller-runtime initialises them, so `rate()` and alerts see the
    * controller before its first error. The same object for the same name.
    */
-  controller(name: string): ControllerMetrics {
+  controller(name: string): ControllerMetricSeries {
     const existing = this.controllers.get(name);
     if (existing) return existing;
     const labels = { controller: name };
@@ -406,17 +390,15 @@ export class Metrics implements MetricsSource {
       error: this.reconcileTotal.labels({ controller: name, result: "error" }),
       requeue: this.reconcileTotal.labels({ controller: name, result: "requeue" }),
       requeue_after: this.reconcileTotal.labels({ controller: name, result: "requeue_after" }),
-    } satisfies Record<ReconcileResult, unknown>;
+    } satisfies Record<ReconcileResultLabel, unknown>;
     const errors = this.reconcileErrors.labels(labels);
     const terminal = this.terminalReconcileErrors.labels(labels);
-    const panics = this.reconcilePanics.labels(labels);
-    const timeouts = this.reconcileTimeouts.labels(labels);
     const time = this.reconcileTime.labels(labels);
     const max = this.maxConcurrentReconciles.labels(labels);
     const active = this.activeWorkers.labels(labels);
-    for (const counter of [...Object.values(total), errors, terminal, panics, timeouts]) counter.inc(0);
+    for (const counter of [...Object.values(total), errors, terminal]) counter.inc(0);
     active.set(0);
-    const metrics: ControllerMetrics = {
+    const metrics: ControllerMetricSeries = {
       name,
       reconciled(outcome, seconds) {
         if (outcome === "error" || outcome === "terminal_error") {
@@ -428,8 +410,6 @@ export class Metrics implements MetricsSource {
         }
         time.observe(seconds);
       },
-      panicked: () => panics.inc(),
-      timedOut: () => timeouts.inc(),
       workers: (count) => active.set(count),
       maxConcurrent: (count) => max.set(count),
     };

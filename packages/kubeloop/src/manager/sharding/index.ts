@@ -95,7 +95,7 @@ export class Sharding {
     const { client, logger, namespace } = this.env;
     this.shardElector = new LeaderElector({
       client,
-      name: this.id,
+      id: this.id,
       namespace,
       identity: this.id,
       labels: this.member.leaseLabels,
@@ -127,7 +127,7 @@ export class Sharding {
       let lost = false;
       this.sharderElector = new LeaderElector({
         client,
-        name,
+        id: name,
         namespace,
         identity: this.id,
         releaseOnCancel: true,

@@ -54,7 +54,7 @@ describe("the sharder, given bad input", () => {
     // Shard "steady" renews through the real elector; shard "skewed" writes renewTimes 10 s ahead.
     const steady = new LeaderElector({
       client,
-      name: "steady",
+      id: "steady",
       namespace: NS,
       identity: "steady",
       labels: { [RING_LABEL]: RING },

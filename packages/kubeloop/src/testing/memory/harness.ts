@@ -2,7 +2,7 @@ import pino from "pino";
 import { InformerRegistry } from "../../cache/index.js";
 import type { Client, KubeObject } from "../../client/index.js";
 import type { EventSink } from "../../controller/index.js";
-import { Controller, type ControllerMetrics } from "../../controller/index.js";
+import { Controller, type ControllerMetricsSink } from "../../controller/index.js";
 import { FakeClock } from "../../queue/index.js";
 import { MemoryApiServer, type MemoryApiServerOptions } from "./server.js";
 
@@ -86,7 +86,7 @@ export class ReconcileHarness<T extends KubeObject> {
           ...event,
         }),
     };
-    const metrics: ControllerMetrics = {
+    const metrics: ControllerMetricsSink = {
       queue: {},
       reconciled: (result) => {
         if (harness) harness.lastResult = result === "requeue" ? "requeue_after" : result;
