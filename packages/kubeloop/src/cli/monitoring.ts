@@ -145,84 +145,88 @@ export function alertRules(name: string, runbooks?: string): { name: string; rul
 /** The monitoring manifests, by file under config/ (opt-in: not applied by `kubeloop deploy`). */
 export function monitoringManifests(options: MonitoringOptions): [string, object[]][] {
   const { name, namespace, labels } = options;
+  /** The file at `path`, holding one object: `<name>-<suffix>` in the operator's namespace. */
+  const file = (
+    path: string,
+    type: { apiVersion: string; kind: string },
+    suffix: string,
+    body: object,
+    extraLabels: Record<string, string> = {},
+  ): [string, object[]] => [
+    path,
+    [
+      {
+        ...type,
+        metadata: { name: `${name}-${suffix}`, namespace, labels: { ...labels, ...extraLabels } },
+        ...body,
+      },
+    ],
+  ];
   return [
-    [
+    file(
       "prometheus/monitor.yaml",
-      [
-        {
-          apiVersion: "monitoring.coreos.com/v1",
-          kind: "ServiceMonitor",
-          metadata: { name: `${name}-metrics-monitor`, namespace, labels },
-          spec: {
-            selector: { matchLabels: labels },
-            endpoints: [
-              {
-                port: "https",
-                scheme: "https",
-                path: "/metrics",
-                // Prometheus' own token: its service account needs the <name>-metrics-reader ClusterRole.
-                bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                // The manager's certificate is self-signed unless METRICS_CERT_DIR mounts one; with
-                // cert-manager, replace this with ca/cert/keySecret and serverName.
-                tlsConfig: { insecureSkipVerify: true },
-              },
-            ],
-          },
+      { apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor" },
+      "metrics-monitor",
+      {
+        spec: {
+          selector: { matchLabels: labels },
+          endpoints: [
+            {
+              port: "https",
+              scheme: "https",
+              path: "/metrics",
+              // Prometheus' own token: its service account needs the <name>-metrics-reader ClusterRole.
+              bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+              // The manager's certificate is self-signed unless METRICS_CERT_DIR mounts one; with
+              // cert-manager, replace this with ca/cert/keySecret and serverName.
+              tlsConfig: { insecureSkipVerify: true },
+            },
+          ],
         },
-      ],
-    ],
-    [
+      },
+    ),
+    file(
       "prometheus/alerts.yaml",
-      [
-        {
-          apiVersion: "monitoring.coreos.com/v1",
-          kind: "PrometheusRule",
-          metadata: { name: `${name}-alerts`, namespace, labels },
-          spec: { groups: alertRules(name, options.runbooks) },
-        },
-      ],
-    ],
-    [
+      { apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule" },
+      "alerts",
+      {
+        spec: { groups: alertRules(name, options.runbooks) },
+      },
+    ),
+    file(
       "grafana/dashboard.yaml",
-      [
-        {
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: `${name}-dashboard`, namespace, labels: { ...labels, grafana_dashboard: "1" } },
-          data: { [`${name}.json`]: `${JSON.stringify(dashboard(name), null, 2)}\n` },
-        },
-      ],
-    ],
-    [
+      { apiVersion: "v1", kind: "ConfigMap" },
+      "dashboard",
+      { data: { [`${name}.json`]: `${JSON.stringify(dashboard(name), null, 2)}\n` } },
+      { grafana_dashboard: "1" },
+    ),
+    file(
       "network-policy/allow-ingress.yaml",
-      [
-        {
-          apiVersion: "networking.k8s.io/v1",
-          kind: "NetworkPolicy",
-          metadata: { name: `${name}-allow-ingress`, namespace, labels },
-          spec: {
-            podSelector: { matchLabels: labels },
-            policyTypes: ["Ingress"],
-            ingress: [
-              {
-                // Prometheus, from namespaces labelled for it (kubebuilder's convention).
-                from: [{ namespaceSelector: { matchLabels: { metrics: "enabled" } } }],
-                ports: [{ protocol: "TCP", port: options.metricsPort }],
-              },
-              ...(options.webhookPort
-                ? [
-                    {
-                      // The API server calls webhooks from outside the pod network: the port alone
-                      // is admitted, from anywhere; the server authenticates nothing else on it.
-                      ports: [{ protocol: "TCP", port: options.webhookPort }],
-                    },
-                  ]
-                : []),
-            ],
-          },
+      { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" },
+      "allow-ingress",
+      {
+        spec: {
+          podSelector: { matchLabels: labels },
+          policyTypes: ["Ingress"],
+          ingress: [
+            {
+              // Prometheus, from namespaces labelled for it (kubebuilder's convention).
+              from: [{ namespaceSelector: { matchLabels: { metrics: "enabled" } } }],
+              ports: [{ protocol: "TCP", port: options.metricsPort }],
+            },
+            ...(options.webhookPort
+              ? [
+                  {
+                    // The API server calls webhooks from outside the pod network: the port alone
+                    // is admitted, from anywhere; the server authenticates nothing else on it.
+                    ports: [{ protocol: "TCP", port: options.webhookPort }],
+                  },
+                ]
+              : []),
+          ],
         },
-      ],
-    ],
+      },
+    ),
   ];
 }
 
@@ -255,9 +259,11 @@ export function dashboard(name: string): object {
       legendFormat,
     })),
   });
+  /** A counter's per-second rate over Grafana's interval, summed by the labels `by`. */
+  const rate = (by: string, metric: string) => `sum by (${by}) (rate(${metric}{${job}}[$__rate_interval]))`;
   const quantiles = (metric: string, by: string) =>
     [0.5, 0.9, 0.99].map((q): [string, string] => [
-      `histogram_quantile(${q}, sum by (${by}, le) (rate(${metric}_bucket{${job}}[$__rate_interval])))`,
+      `histogram_quantile(${q}, ${rate(`${by}, le`, `${metric}_bucket`)})`,
       `{{${by}}} p${q * 100}`,
     ]);
   return {
@@ -275,24 +281,16 @@ export function dashboard(name: string): object {
     panels: [
       panel(
         "Reconciles per second",
-        [
-          [
-            `sum by (controller, result) (rate(controller_runtime_reconcile_total{${job}}[$__rate_interval]))`,
-            "{{controller}} {{result}}",
-          ],
-        ],
+        [[rate("controller, result", "controller_runtime_reconcile_total"), "{{controller}} {{result}}"]],
         { x: 0, y: 0, w: 12, h: 8 },
         "ops",
       ),
       panel(
         "Reconcile errors per second",
         [
+          [rate("controller", "controller_runtime_reconcile_errors_total"), "{{controller}} errors"],
           [
-            `sum by (controller) (rate(controller_runtime_reconcile_errors_total{${job}}[$__rate_interval]))`,
-            "{{controller}} errors",
-          ],
-          [
-            `sum by (controller) (rate(controller_runtime_terminal_reconcile_errors_total{${job}}[$__rate_interval]))`,
+            rate("controller", "controller_runtime_terminal_reconcile_errors_total"),
             "{{controller}} terminal",
           ],
         ],
@@ -331,20 +329,15 @@ export function dashboard(name: string): object {
       panel(
         "Queue adds and retries per second",
         [
-          [`sum by (name) (rate(workqueue_adds_total{${job}}[$__rate_interval]))`, "{{name}} adds"],
-          [`sum by (name) (rate(workqueue_retries_total{${job}}[$__rate_interval]))`, "{{name}} retries"],
+          [rate("name", "workqueue_adds_total"), "{{name}} adds"],
+          [rate("name", "workqueue_retries_total"), "{{name}} retries"],
         ],
         { x: 16, y: 16, w: 8, h: 8 },
         "ops",
       ),
       panel(
         "API requests per second",
-        [
-          [
-            `sum by (method, code) (rate(rest_client_requests_total{${job}}[$__rate_interval]))`,
-            "{{method}} {{code}}",
-          ],
-        ],
+        [[rate("method, code", "rest_client_requests_total"), "{{method}} {{code}}"]],
         { x: 0, y: 24, w: 12, h: 8 },
         "reqps",
       ),
@@ -380,7 +373,7 @@ export function dashboard(name: string): object {
       ),
       panel(
         "CPU",
-        [[`sum by (pod) (rate(process_cpu_seconds_total{${job}}[$__rate_interval]))`, "{{pod}}"]],
+        [[rate("pod", "process_cpu_seconds_total"), "{{pod}}"]],
         { x: 16, y: 32, w: 8, h: 8 },
         "percentunit",
       ),
