@@ -20,6 +20,18 @@ const SRC = "^packages/kubeloop/src/";
  */
 const TESTS = "^packages/kubeloop/src/.*\\.test\\.ts$";
 
+/** Code that uses kubeloop the way a user does. */
+const CONSUMERS = "^(examples|bench|docs|scripts)/";
+/** `kubeloop`, `kubeloop/client`, …: the `exports` of packages/kubeloop/package.json. */
+const packageExports = require("./packages/kubeloop/package.json").exports;
+const ENTRY_POINTS = Object.keys(packageExports).map((subpath) =>
+  subpath === "." ? "kubeloop" : `kubeloop/${subpath.slice(2)}`,
+);
+/** The files those resolve to (`dist/index.js`, …; `.d.ts` for types), as regular expressions. */
+const ENTRY_FILES = Object.values(packageExports)
+  .flatMap((target) => (typeof target === "string" ? [target] : Object.values(target)))
+  .map((file) => file.replace(/^\.\//, "").replaceAll(".", "\\."));
+
 const rank = new Map(LAYERS.flatMap((names, index) => names.map((name) => [name, index])));
 const layerOrder = [...rank].map(([layer, own]) => {
   const notBelow = [...rank].filter(([other, r]) => other !== layer && r >= own).map(([other]) => other);
@@ -61,15 +73,23 @@ module.exports = {
       comment:
         "examples, benchmarks, docs and scripts import kubeloop like a user: `kubeloop` or `kubeloop/<layer>`",
       severity: "error",
-      from: { path: "^(examples|bench|docs|scripts)/" },
-      to: { path: "^packages/kubeloop/src/" },
+      from: { path: CONSUMERS },
+      // By path: kubeloop's sources, or a built file that is not an entry point's index.js.
+      to: { path: "^packages/kubeloop/", pathNot: `^packages/kubeloop/(${ENTRY_FILES.join("|")})$` },
+    },
+    {
+      name: "public-api-only",
+      comment: `kubeloop's entry points are the exports of its package.json: ${ENTRY_POINTS.join(", ")}`,
+      severity: "error",
+      from: { path: CONSUMERS },
+      to: { path: "^kubeloop(/|$)", pathNot: `^(${ENTRY_POINTS.join("|")})$` },
     },
   ],
   options: {
     // TypeScript 7 has no compiler API yet; swc parses the sources (type-only imports included).
     parser: "swc",
     doNotFollow: { path: ["node_modules", "/dist/"] },
-    exclude: { path: [TESTS, "node_modules", "/dist/", "\\.vitepress/(cache|dist)", "/\\.kubeloop/"] },
+    exclude: { path: [TESTS, "^examples/[^/]+/dist/", "\\.vitepress/(cache|dist)", "/\\.kubeloop/"] },
     enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".mts"] },
     reporterOptions: { text: { highlightFocused: true } },
   },

@@ -20,18 +20,22 @@ afterEach(async () => {
   root = undefined;
 });
 
-/** Writes `files` (paths under packages/kubeloop/src) and cruises them; the exit code and the report. */
+/**
+ * Writes `files` (paths under packages/kubeloop/src, or from the repository's root when they start
+ * with `/`) and cruises them as `npm run lint:layers` does; the exit code and the report.
+ */
 async function cruise(files: Record<string, string>): Promise<{ code: number; output: string }> {
   root = await mkdtemp(join(tmpdir(), "kubeloop-layering-"));
+  await mkdir(join(root, "examples"), { recursive: true });
   for (const [path, text] of Object.entries(files)) {
-    const file = join(root, "packages/kubeloop/src", path);
+    const file = path.startsWith("/") ? join(root, path) : join(root, "packages/kubeloop/src", path);
     await mkdir(dirname(file), { recursive: true });
     await writeFile(file, text);
   }
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      [depcruise, "--config", config, "--output-type", "err", "packages/kubeloop/src"],
+      [depcruise, "--config", config, "--output-type", "err", "packages/kubeloop/src", "examples"],
       { cwd: root },
     );
     return { code: 0, output: stdout + stderr };
@@ -88,5 +92,17 @@ describe("the layering rule", () => {
     });
     expect(code).not.toBe(0);
     expect(output).toContain("unknown-layer");
+  });
+
+  it("fails an example that reaches into kubeloop's sources instead of importing an entry point", async () => {
+    const { code, output } = await cruise({
+      ...layers,
+      "/examples/op/main.ts":
+        'import { WorkQueue } from "../../packages/kubeloop/src/queue/index.js";\nnew WorkQueue();\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toMatch(
+      /error public-api-only: examples\/op\/main\.ts → packages\/kubeloop\/src\/queue\/index\.ts/,
+    );
   });
 });
