@@ -65,6 +65,27 @@ describe("Client CRUD", () => {
     expect(await rejection(client.get(ConfigMap, "settings", { namespace: ns }))).toBeInstanceOf(NotFound);
   });
 
+  it("get, create and update give up when their signal aborts, and take a timeout of their own", async () => {
+    const ns = await namespace();
+    const stopped = new AbortController();
+    stopped.abort(new Error("stopped by the caller"));
+    const signal = stopped.signal;
+    await expect(client.get(ConfigMap, "settings", { namespace: ns, signal })).rejects.toThrow(
+      "stopped by the caller",
+    );
+    await expect(client.create(configMap(ns, "settings"), { signal })).rejects.toThrow(
+      "stopped by the caller",
+    );
+    await expect(client.get(ConfigMap, "settings", { namespace: ns })).rejects.toBeInstanceOf(NotFound);
+    const created = await client.create(configMap(ns, "settings"), { timeoutMs: 5_000 });
+    await expect(client.update({ ...created, data: { a: "b" } }, { signal })).rejects.toThrow(
+      "stopped by the caller",
+    );
+    expect(
+      (await client.get(ConfigMap, "settings", { namespace: ns, timeoutMs: 5_000 })).data,
+    ).toBeUndefined();
+  });
+
   it("lists with label selectors, one namespace or all, and pages with limit/continue", async () => {
     const ns = await namespace();
     for (let i = 0; i < 7; i++) {
