@@ -16,13 +16,20 @@ export async function rejection(promise: Promise<unknown>): Promise<Error> {
   );
 }
 
-/** Polls `check` every 50 ms until it holds; throws naming `what` after `ms`. */
+/**
+ * Polls `check` every 50 ms until it holds; throws naming `what` after `ms`, followed by
+ * `detail()` when given (a child process's output, say).
+ */
 export async function until(
   check: () => boolean | Promise<boolean>,
   ms = 20_000,
   what = "condition",
+  detail?: () => string,
 ): Promise<void> {
-  await pollUntil(check, { timeoutMs: ms, intervalMs: 50, message: what });
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 50, message: what }).catch((error: Error) => {
+    if (!detail) throw error;
+    throw new Error(`${error.message}\n${detail()}`, { cause: error });
+  });
 }
 
 /** Makes fresh namespaces `<prefix>-1`, `<prefix>-2`, …: tests share a plane, never their objects. */
@@ -97,4 +104,12 @@ export async function startManager<T extends KubeObject>(
   const running = manager.start();
   await manager.ready;
   return { manager, running };
+}
+
+/** A manager's verbose `/readyz` answer, or undefined while its probe server has no port yet. */
+export async function readyz(manager: Manager): Promise<{ status: number; body: string } | undefined> {
+  const port = manager.ports.probes;
+  if (!port) return undefined;
+  const response = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
+  return { status: response.status, body: await response.text() };
 }

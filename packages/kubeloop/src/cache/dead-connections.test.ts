@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, rejection, until } from "../../test/helpers.js";
+import { namespaces, rejection, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { ConnectionError } from "../client/errors.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
 import { Informer } from "./informer.js";
 import { DEFAULT_WATCH_INACTIVITY_MS } from "./reflector.js";
@@ -22,14 +22,8 @@ async function clientThroughProxy(options: { requestTimeoutMs?: number } = {}): 
   return new Client({ ...config, server: proxy.url }, options);
 }
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
+afterAll(() => stopPlane(plane, client));
 
 describe("A connection that stops moving bytes", () => {
   it("is found by a watch within 30 s, which resumes from its resourceVersion without a relist", async () => {

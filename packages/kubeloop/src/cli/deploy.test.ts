@@ -1,9 +1,10 @@
 import { X509Certificate } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import type { KubeObject } from "../client/types.js";
 import { Secret } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { ensureWebhookCertificate } from "./deploy.js";
 import { deployManifests } from "./manifests.js";
 
@@ -19,14 +20,8 @@ const objects = deployManifests({
 }).flatMap(([, list]) => list as KubeObject[]);
 const DAY = 24 * 3600 * 1000;
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
+afterAll(() => stopPlane(plane, client));
 
 const serving = async () => {
   const secret = await client.get(Secret, "shop-webhook-server-cert", { namespace: "shop-system" });

@@ -4,13 +4,13 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { until } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import type { KubeObject } from "../client/types.js";
 import { controller } from "../controller/builder.js";
 import { ConfigMap } from "../k8s/index.js";
 import { Manager } from "../manager/manager.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { PrometheusServer, promtool } from "../testing/prometheus.js";
 import { metricsReaderRole, metricsRoles } from "./manifests.js";
 import { alertRules, dashboard } from "./monitoring.js";
@@ -203,14 +203,8 @@ describe("generated alerts", () => {
 describe("a real Prometheus scraping a running manager", () => {
   let plane: ControlPlane;
   let client: Client;
-  beforeAll(async () => {
-    plane = await new ControlPlane().start();
-    client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  });
-  afterAll(async () => {
-    await client?.close();
-    await plane?.stop();
-  });
+  beforeAll(async () => ({ plane, client } = await startPlane()));
+  afterAll(() => stopPlane(plane, client));
 
   it("scrapes /metrics over HTTPS with its bearer token, and a failing reconciler makes the error alert go pending", async () => {
     const namespace = "monitoring";

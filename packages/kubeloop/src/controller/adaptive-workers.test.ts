@@ -1,8 +1,6 @@
-import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { capturingLogger, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { ConfigMap } from "../k8s/index.js";
 import { Manager } from "../manager/manager.js";
@@ -65,16 +63,7 @@ describe("adaptive workers on a real API server", () => {
 
   it("grow under a burst and shrink back to the floor after it, logging each decision", async () => {
     await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "burst" } });
-    const lines: { msg: string; decision?: string; to?: number }[] = [];
-    const logger = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk, _encoding, callback) {
-          for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-          callback();
-        },
-      }),
-    );
+    const { logger, lines } = capturingLogger<{ msg: string; decision?: string; to?: number }>();
     const reconciled = new Set<string>();
     const burst = controller(ConfigMap)
       .named("burst")

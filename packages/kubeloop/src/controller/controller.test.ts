@@ -2,12 +2,13 @@ import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, until } from "../../test/helpers.js";
+import { namespaces, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
-import { Client } from "../client/client.js";
+import type { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
+import { sleep } from "../util/index.js";
 import { controller } from "./builder.js";
 import type { Condition } from "./context.js";
 import type { Controller } from "./controller.js";
@@ -27,10 +28,9 @@ const running: Controller<KubeObject>[] = [];
 const logger = pino({ level: process.env.TEST_LOG ?? "silent" });
 
 beforeAll(async () => {
-  plane = await new ControlPlane({
+  ({ plane, client } = await startPlane({
     crds: [join(import.meta.dirname, "../../test/fixtures/controller/counters.yaml")],
-  }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  }));
   registry = new InformerRegistry(client);
 });
 afterEach(async () => {
@@ -38,8 +38,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await registry?.stopAll();
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 
 const namespace = namespaces(() => client, "ctrl");
@@ -52,8 +51,6 @@ async function run<T extends KubeObject>(c: Controller<T>): Promise<Controller<T
   running.push(c as unknown as Controller<KubeObject>);
   return c;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("Controller", () => {
   it("reconciles existing objects at start, then every new one, with the latest state from the cache", async () => {

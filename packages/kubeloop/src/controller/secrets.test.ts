@@ -2,12 +2,12 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
-import { Client } from "../client/client.js";
+import type { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { generatePassword, REDACTED, registerSecret } from "../resources/secrets.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { controller } from "./builder.js";
 import type { Condition, EventSink } from "./context.js";
 import type { Controller } from "./controller.js";
@@ -27,17 +27,15 @@ let registry: InformerRegistry;
 let running: Controller<CounterObject> | undefined;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({
+  ({ plane, client } = await startPlane({
     crds: [join(import.meta.dirname, "../../test/fixtures/controller/counters.yaml")],
-  }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  }));
   registry = new InformerRegistry(client);
 });
 afterAll(async () => {
   await running?.stop(1_000);
   await registry?.stopAll();
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 
 describe("secrets in failures", () => {

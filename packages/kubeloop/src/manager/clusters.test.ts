@@ -1,10 +1,9 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { capturingLogger, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { RetryableError } from "../controller/result.js";
@@ -51,16 +50,7 @@ async function versionIn(client: Client): Promise<string | undefined> {
 
 describe("many clusters", () => {
   it("fans a hub object out to two members, survives one going away and coming back, and one whose kubeconfig stops working", async () => {
-    const lines: { level: number; msg: string; cluster?: string }[] = [];
-    const logger = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk, _encoding, callback) {
-          for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-          callback();
-        },
-      }),
-    );
+    const { logger, lines } = capturingLogger<{ level: number; msg: string; cluster?: string }>();
     const clusters = new Clusters({ logger, healthIntervalMs: 500, disengageGraceMs: 1_000 });
     // In every member: report the version it holds on the hub object (a write to another cluster).
     clusters.addControllers((cluster) =>

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { readyz, startManager, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { controller } from "../controller/builder.js";
@@ -10,6 +10,7 @@ import { rbacRoles } from "../controller/rbac.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import type { Condition } from "../resources/conditions.js";
 import { ControlPlane } from "../testing/control-plane.js";
+import { sleep } from "../util/index.js";
 import { Manager } from "./manager.js";
 
 interface CounterObject extends KubeObject {
@@ -59,7 +60,7 @@ describe("Manager", () => {
     );
     const running = manager.start();
     await manager.ready;
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await sleep(2_500);
     // 5 ms × 2ⁿ: about ten attempts fit in 2.5 s; without backoff there would be thousands.
     expect(attempts.length).toBeGreaterThanOrEqual(6);
     expect(attempts.length).toBeLessThanOrEqual(12);
@@ -116,11 +117,9 @@ describe("Manager", () => {
     let body = "";
     await until(
       async () => {
-        const port = manager.ports.probes;
-        if (!port) return false;
-        const response = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
-        body = await response.text();
-        return response.status === 500 && body.includes("forbidden");
+        const answer = await readyz(manager);
+        body = answer?.body ?? "";
+        return answer?.status === 500 && body.includes("forbidden");
       },
       10_000,
       "/readyz to report the forbidden watch",
@@ -213,16 +212,7 @@ describe("Manager under generated RBAC", () => {
       subjects: [{ kind: "User", name: user, apiGroup: "rbac.authorization.k8s.io" }],
     });
     const limited = await Client.connect({ kubeconfig: plane.kubeconfigPath, impersonate: { user } });
-    const manager = new Manager({
-      client: limited,
-      logger,
-      probes: false,
-      metrics: false,
-      handleSignals: false,
-    });
-    manager.add(copier);
-    const running = manager.start();
-    await manager.ready;
+    const { manager, running } = await startManager({ client: limited, logger }, copier);
     await client.create({
       apiVersion: "v1",
       kind: "ConfigMap",

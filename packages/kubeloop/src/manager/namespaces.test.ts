@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rejection, until } from "../../test/helpers.js";
+import { readyz, rejection, startManager, until } from "../../test/helpers.js";
 import { WatchForbidden } from "../cache/errors.js";
 import type { Informer } from "../cache/informer.js";
 import { Client } from "../client/client.js";
@@ -175,14 +175,12 @@ describe("Manager watching some namespaces", () => {
     let failed: Informer<KubeObject> | undefined;
     await until(
       async () => {
-        const port = manager.ports.probes;
-        if (!port) return false;
-        const response = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
-        body = await response.text();
+        const answer = await readyz(manager);
+        body = answer?.body ?? "";
         failed ??= manager.registry.informers.find((i) => i.namespace === "team-c" && i.health.lastError);
         // Once team-a and team-b have synced, team-c's informers are all that is wrong.
         const others = /namespace "team-a"|namespace "team-b"/.test(body);
-        return response.status === 500 && body.includes("forbidden") && failed !== undefined && !others;
+        return answer?.status === 500 && body.includes("forbidden") && failed !== undefined && !others;
       },
       10_000,
       "/readyz to report the forbidden namespace, and it alone",
@@ -223,16 +221,10 @@ describe("A controller's own namespaces", () => {
           unwatchedRead = error;
         }
       });
-    const manager = new Manager({
-      client: admin,
-      logger: pino({ level: "silent" }),
-      probes: false,
-      metrics: false,
-      handleSignals: false,
-    });
-    manager.add(labeller);
-    const running = manager.start();
-    await manager.ready;
+    const { manager, running } = await startManager(
+      { client: admin, logger: pino({ level: "silent" }) },
+      labeller,
+    );
     expect(manager.namespaces).toBeUndefined(); // the controller's set, not the manager's
     const scopes = manager.registry.informers.map((i) => `${i.type.kind}/${i.namespace ?? "*"}`).sort();
     expect(scopes).toEqual(["ConfigMap/team-a", "ConfigMap/team-b", "Namespace/*"]);

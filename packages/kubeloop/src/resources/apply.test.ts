@@ -1,10 +1,10 @@
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { namespaces, rejection, startPlane, stopPlane } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { Conflict, Invalid } from "../client/errors.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { applyOwned, createOrUpdate } from "./apply.js";
 import { AlreadyOwned } from "./errors.js";
 import { controllerOf, isControlledBy } from "./owner-references.js";
@@ -19,14 +19,8 @@ function configMap(ns: string, name: string, data: Record<string, string> = {}):
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
 }
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
+afterAll(() => stopPlane(plane, client));
 
 describe("applyOwned", () => {
   it("stores the controller reference with everything the garbage collector needs", async () => {

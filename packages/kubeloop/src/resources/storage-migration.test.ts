@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rejection } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { rejection, startPlane, stopPlane } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import type { CrdObject } from "../testing/crds.js";
 import { migrateStorageVersion, retireVersion, StorageMigrationError } from "./storage-migration.js";
 
@@ -84,14 +84,8 @@ async function storedInV1alpha1(plural: string, count: number) {
 
 const getCrd = (plural: string) => client.get(CRDS, `${plural}.${GROUP}`);
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
+afterAll(() => stopPlane(plane, client));
 
 describe("migrateStorageVersion", () => {
   it("rewrites every object in the storage version under concurrent writes, trims storedVersions, then stops serving the old version", async () => {

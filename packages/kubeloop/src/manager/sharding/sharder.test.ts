@@ -1,13 +1,12 @@
-import { Writable } from "node:stream";
 import type { Lease } from "kubernetes-types/coordination/v1.js";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../../test/helpers.js";
+import { capturingLogger, until } from "../../../test/helpers.js";
 import { InformerRegistry } from "../../cache/registry.js";
 import { Client } from "../../client/client.js";
 import { ConfigMap, Lease as LeaseType } from "../../k8s/index.js";
 import { microTime } from "../../resources/events.js";
 import { ControlPlane } from "../../testing/control-plane.js";
+import { sleep } from "../../util/index.js";
 import { LeaderElector } from "../leader-election.js";
 import { RING_LABEL, shardLabel } from "./ring.js";
 import { Sharder } from "./sharder.js";
@@ -29,20 +28,6 @@ afterAll(async () => {
   await plane?.stop();
 });
 
-function capturingLogger() {
-  const lines: { level: number; msg: string; lease?: string }[] = [];
-  const logger = pino(
-    { level: "info" },
-    new Writable({
-      write(chunk, _encoding, callback) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        callback();
-      },
-    }),
-  );
-  return { logger, lines };
-}
-
 async function labelsOf(): Promise<string[]> {
   const list = await client.listMetadata(ConfigMap, { namespace: NS, labelSelector: "sharded=yes" });
   return list.items.map((item) => item.metadata?.labels?.[shardLabel(RING)] ?? "");
@@ -50,7 +35,7 @@ async function labelsOf(): Promise<string[]> {
 
 describe("the sharder, given bad input", () => {
   it("reports a skewed clock without acting on it, and treats a Lease edited by hand as unavailable", async () => {
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<{ level: number; msg: string; lease?: string }>();
     // Shard "steady" renews through the real elector; shard "skewed" writes renewTimes 10 s ahead.
     const steady = new LeaderElector({
       client,
@@ -73,7 +58,7 @@ describe("the sharder, given bad input", () => {
     let renewing = true;
     const renewSkewed = (async () => {
       while (renewing) {
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await sleep(500);
         const lease = await client.get(LeaseType, "skewed", { namespace: NS });
         if (lease.spec?.holderIdentity !== "skewed") continue; // edited: the replica lost it
         lease.spec.renewTime = skewedAhead();
