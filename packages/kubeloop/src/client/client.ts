@@ -129,6 +129,10 @@ const METADATA_LIST_ACCEPT =
   "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;q=0.9";
 const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;q=0.9";
 
+/**
+ * The Kubernetes client: typed get, list, create, update, patch, apply, delete and watch, with typed
+ * API errors. `await Client.connect()` reads KUBECONFIG, ~/.kube/config or the pod's service account.
+ */
 export class Client {
   readonly config: ClusterConfig;
   readonly transport: ApiTransport;

@@ -39,6 +39,10 @@ export interface ResourceType<T extends KubeObject = KubeObject> {
 /** The object type a {@link ResourceType} stands for. */
 export type ObjectOf<R> = R extends ResourceType<infer T> ? T : never;
 
+/**
+ * Names a kind for the client and the cache: `resourceType<MyObject>("example.com/v1", "Widget")`.
+ * `plural` and `namespaced` are optional: discovery fills them in and checks them.
+ */
 export function resourceType<T extends KubeObject>(
   apiVersion: string,
   kind: string,

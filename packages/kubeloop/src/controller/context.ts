@@ -38,6 +38,10 @@ export interface StatusOptions {
   ready?: boolean | { status: boolean; reason: string; message?: string };
 }
 
+/**
+ * What a reconciler gets beside the object: the client, the cache, a logger bound to the object,
+ * events, status writes, and the signal that aborts when the controller stops.
+ */
 export interface ReconcileContext<T extends KubeObject> {
   /** `namespace/name` (or `name` for cluster-scoped objects). */
   readonly key: string;

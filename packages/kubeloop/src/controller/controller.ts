@@ -44,6 +44,10 @@ export interface Request {
 // biome-ignore lint/suspicious/noConfusingVoidType: `void` is what a function without a return statement has.
 type ReconcileReturn = ReconcileResult | undefined | void;
 
+/**
+ * Brings one object's world in line with it; returns (or resolves to) a {@link ReconcileResult}, or
+ * nothing for `done()`. A throw is retried with backoff; a `terminal(error)` is not.
+ */
 export type Reconciler<T extends KubeObject> = (
   object: T,
   context: ReconcileContext<T>,

@@ -24,10 +24,12 @@ export function generationChanged<T extends KubeObject>(): Predicate<T> {
   return onUpdate((old, object) => old.metadata?.generation !== object.metadata?.generation);
 }
 
+/** Updates pass only when `metadata.labels` changed. */
 export function labelsChanged<T extends KubeObject>(): Predicate<T> {
   return onUpdate((old, object) => !sameRecord(old.metadata?.labels, object.metadata?.labels));
 }
 
+/** Updates pass only when `metadata.annotations` changed. */
 export function annotationsChanged<T extends KubeObject>(): Predicate<T> {
   return onUpdate((old, object) => !sameRecord(old.metadata?.annotations, object.metadata?.annotations));
 }
@@ -37,14 +39,17 @@ export function resourceVersionChanged<T extends KubeObject>(): Predicate<T> {
   return onUpdate((old, object) => old.metadata?.resourceVersion !== object.metadata?.resourceVersion);
 }
 
+/** Passes a change that every one of `predicates` passes. */
 export function and<T extends KubeObject>(...predicates: Predicate<T>[]): Predicate<T> {
   return (change) => predicates.every((p) => p(change));
 }
 
+/** Passes a change that at least one of `predicates` passes. */
 export function or<T extends KubeObject>(...predicates: Predicate<T>[]): Predicate<T> {
   return (change) => predicates.some((p) => p(change));
 }
 
+/** Passes a change that `predicate` drops, and drops what it passes. */
 export function not<T extends KubeObject>(predicate: Predicate<T>): Predicate<T> {
   return (change) => !predicate(change);
 }

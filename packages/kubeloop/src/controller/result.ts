@@ -19,10 +19,15 @@ export type Duration = number | string;
 
 const DONE: ReconcileResult = Object.freeze({ kind: "done" });
 
+/** The object is where it should be: forget its backoff; the next reconcile comes with the next change. */
 export function done(): ReconcileResult {
   return DONE;
 }
 
+/**
+ * Look again after `duration` (milliseconds or `"30s"`, `"1m30s"`): a poll while something comes up.
+ * Resets the backoff, as controller-runtime's `RequeueAfter` does.
+ */
 export function after(duration: Duration): ReconcileResult {
   return { kind: "after", delayMs: parseDuration(duration) };
 }

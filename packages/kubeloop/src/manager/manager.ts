@@ -167,6 +167,10 @@ export function watchNamespaces(value: string | undefined): readonly string[] | 
   return names.length ? checkNamespaces(names, `WATCH_NAMESPACE="${value}"`) : undefined;
 }
 
+/**
+ * Runs controllers and webhooks as one operator process: shared informers, leader election or
+ * sharding, health probes, metrics, and a graceful shutdown on SIGTERM. `add(...)`, then `start()`.
+ */
 export class Manager {
   readonly logger: Logger;
   readonly metrics: Metrics;

@@ -126,6 +126,10 @@ export interface ResourceDefinition<Spec extends TSchema, Status extends TSchema
   crd(): CustomResourceDefinition;
 }
 
+/**
+ * A custom resource from TypeBox schemas: its TypeScript type, the ResourceType the client and the
+ * controllers take, and the CustomResourceDefinition (`crd()`) that `kubeloop generate` writes.
+ */
 export function defineResource<Spec extends TSchema, Status extends TSchema = TSchema>(
   options: ResourceDefinitionOptions<Spec, Status>,
 ): ResourceDefinition<Spec, Status> {

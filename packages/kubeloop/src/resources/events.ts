@@ -415,7 +415,11 @@ export function truncateNote(note: string): string {
   return note.slice(0, read) + ellipsis;
 }
 
-/** metav1.MicroTime: RFC 3339 with exactly six fractional digits, UTC (`…T23:00:00.123456Z`); default now. */
+/**
+ * metav1.MicroTime: RFC 3339 with exactly six fractional digits, UTC (`…T23:00:00.123456Z`); default now.
+ *
+ * @internal for leader election and sharding (`kubeloop/manager`).
+ */
 export function microTime(epochMs: number = performance.timeOrigin + performance.now()): string {
   const micros = Math.floor(epochMs * 1000);
   const iso = new Date(Math.floor(micros / 1000)).toISOString(); // …T23:00:00.123Z
