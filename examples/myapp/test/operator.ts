@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { pollUntil } from "kubeloop/testing";
 
 // Runs an operator release the way a user does (its own process, `node src/main.ts`), for the
 // end-to-end tests: on free ports, with the environment its Deployment would give it.
@@ -75,9 +76,5 @@ export async function until(
   ms: number,
   what: string,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what });
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Manager } from "kubeloop";
 import type { Clock } from "kubeloop/queue";
-import { ControlPlane, kubectl, PostgresServer } from "kubeloop/testing";
+import { ControlPlane, kubectl, PostgresServer, pollUntil } from "kubeloop/testing";
 import pg from "pg";
 import { type SampleDBOptions, sampleDBControllers } from "../src/controllers.ts";
 import { SampleDB, SampleDBBackup } from "../src/resources.ts";
@@ -172,23 +172,11 @@ export class World {
   }
 }
 
+/** Polls `check` every 200 ms until it holds (a throw is "not yet"); names `what` and the last error after `ms`. */
 export async function until(
   check: () => boolean | Promise<boolean>,
   ms: number,
   what: string,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${ms / 1000}s waiting for ${what}${last ? ` (${(last as Error).message})` : ""}`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what });
 }

@@ -8,6 +8,7 @@ import type { KubeObject } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
+import { sleep } from "../util/index.js";
 import { Informer } from "./informer.js";
 import { InformerRegistry } from "./registry.js";
 
@@ -202,7 +203,7 @@ describe("Shared informers", () => {
     await registry.waitForSync();
     const watches = () => requests.filter((m) => m === "WATCH").length;
     await until(() => watches() >= 2, 10_000, "the watches");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(watches()).toBe(2);
     await a.release();
     expect(registry.informers).toHaveLength(2);

@@ -415,7 +415,7 @@ async function settle(
     ) {
       return made;
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await sleep(POLL_MS);
   }
   return made;
 }
@@ -488,7 +488,7 @@ async function gone(client: Client, objects: KubeObject[], timeoutMs: number): P
       }
     }
     left = still;
-    if (left.length > 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (left.length > 0) await sleep(POLL_MS);
   }
   return left;
 }

@@ -7,6 +7,7 @@ import { namespaces, rejection, serverFeatureEnabled } from "../../test/helpers.
 import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
+import { sleep } from "../util/index.js";
 import { Client } from "./client.js";
 import { inClusterConfig } from "./config.js";
 import { Discovery } from "./discovery.js";
@@ -413,7 +414,7 @@ describe("Discovery", () => {
       },
     };
     await plane.installCrdObjects([crd]);
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the refresh interval
+    await sleep(1_100); // past the refresh interval
     const Latecomer = resourceType("test.kubeloop.dev/v1", "Latecomer");
     await client.create({
       apiVersion: "test.kubeloop.dev/v1",
@@ -489,7 +490,7 @@ describe("Raw watch", () => {
         if ((error as Error).name !== "AbortError") throw error;
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     const cm = await client.create(configMap(ns, "watched", { v: "1" }));
     await client.update({ ...cm, data: { v: "2" } });
     await client.delete(ConfigMap, "watched", { namespace: ns });

@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Forbidden } from "../client/errors.js";
+import { sleep } from "../util/index.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer, ListenError } from "./health.js";
 import { Metrics } from "./metrics.js";
 
@@ -69,7 +70,7 @@ describe("HealthServer probes", () => {
     );
     const { get } = await serve({}, (server) =>
       server.addReadyCheck("informers", async () => {
-        await new Promise((resolve) => setTimeout(resolve, 10));
+        await sleep(10);
         throw forbidden;
       }),
     );

@@ -8,6 +8,7 @@ import { Lease as LeaseType, Role, RoleBinding } from "../k8s/index.js";
 import { microTime } from "../resources/events.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { startFaultProxy } from "../testing/fault-proxy.js";
+import { sleep } from "../util/index.js";
 import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
@@ -164,7 +165,7 @@ describe("LeaderElector on a real API server", () => {
     );
     const first = await readLease(name);
     // Several renewals later: the same leader, renewing; the standby still waiting.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await sleep(1_500);
     const later = await readLease(name);
     expect(overlap.stop().overlaps).toBe(0);
     expect(leader.elector.isLeader).toBe(true);

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../test/helpers.js";
+import { sleep } from "../util/index.js";
 import { type FaultProxy, startFaultProxy } from "./fault-proxy.js";
 
 // The proxy is pure TCP: an echo server is the real peer that shows what passes and what does not.
@@ -71,7 +72,7 @@ describe("startFaultProxy", () => {
       fresh.write("fresh");
       await until(() => fresh.received() === "fresh", 5_000, "the new connection's echo");
       await proxy.heal();
-      await new Promise((resolve) => setTimeout(resolve, 300)); // nothing may arrive: a silence
+      await sleep(300); // nothing may arrive: a silence
       expect(stalled.received()).toBe("");
       expect(stalled.destroyed).toBe(false);
       stalled.destroy();

@@ -11,6 +11,8 @@
  * await plane.stop();
  * ```
  */
+
+export { type PollOptions, PollTimeoutError, pollUntil } from "../util/index.js";
 export {
   type AssetSources,
   type BinaryName,
