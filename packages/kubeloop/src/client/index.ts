@@ -56,7 +56,6 @@ export {
   UnknownKind,
   UnsupportedMediaType,
 } from "./errors.js";
-export { type ListHead, parseListStream } from "./list-stream.js";
 export {
   type HttpRequest,
   type HttpResponse,
@@ -77,4 +76,3 @@ export {
   resourceType,
   type WatchEvent,
 } from "./types.js";
-export { decodeWatchEvents } from "./watch.js";

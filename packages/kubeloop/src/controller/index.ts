@@ -16,10 +16,6 @@
 export {
   type AdaptiveConcurrency,
   ApiPressure,
-  adaptiveDefaults,
-  type Decision,
-  decide,
-  type LoadSample,
 } from "./adaptive-workers.js";
 export { ControllerBuilder, checkNamespaces, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";

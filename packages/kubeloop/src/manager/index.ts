@@ -47,16 +47,11 @@ export {
   MetricsAuthorizer,
 } from "./metrics-auth.js";
 export {
-  drainLabel,
-  ownerOf,
   RING_LABEL,
   type ShardedType,
-  Sharder,
   type SharderOptions,
   Sharding,
   type ShardingOptions,
-  ShardMember,
-  shardKey,
   shardLabel,
 } from "./sharding/index.js";
 export { startTracing, type Tracing } from "./tracing.js";
