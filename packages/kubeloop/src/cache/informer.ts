@@ -41,11 +41,13 @@ export interface InformerOptions<T extends KubeObject> {
   watchList?: boolean;
 }
 
+/** What an added or updated handler learns besides the object. */
 export interface ChangeContext {
   /** True for objects delivered by a (re)list rather than a watch event (e.g. at start-up). */
   initial: boolean;
 }
 
+/** What a deleted handler learns besides the object. */
 export interface DeleteContext {
   /**
    * True when the delete was inferred from a relist (the object vanished while the watch was
@@ -54,12 +56,14 @@ export interface DeleteContext {
   tombstone: boolean;
 }
 
+/** Callbacks on each change the informer sees; a handler's throw goes to the `onError` handlers, not to the others. */
 export interface InformerHandlers<T> {
   added?: (object: T, context: ChangeContext) => void;
   updated?: (old: T, object: T, context: ChangeContext) => void;
   deleted?: (object: T, context: DeleteContext) => void;
 }
 
+/** An informer's state for readiness checks: its reflector's phase, synced or not, and its last error. */
 export interface InformerHealth {
   state: ReflectorState;
   synced: boolean;
@@ -77,6 +81,10 @@ export function stripManagedFields<T extends KubeObject>(object: T): T {
   return object;
 }
 
+/**
+ * A cache of one type (in one namespace or all) kept current by a reflector's list and watch: a
+ * {@link Store} to read, with indexes, and handlers called on each change.
+ */
 export class Informer<T extends KubeObject> {
   readonly type: ResourceType<T>;
   /** The namespace watched; `undefined` for all namespaces (or a cluster-scoped type). */

@@ -32,6 +32,7 @@ export interface ReflectorSink<T extends KubeObject> {
   deleted(object: T): void;
 }
 
+/** What a reflector lists and watches (namespace, selectors, metadata only) and how it retries. */
 export interface ReflectorOptions {
   namespace?: string;
   labelSelector?: string;
@@ -60,8 +61,10 @@ export interface ReflectorOptions {
   onState?: (state: ReflectorState) => void;
 }
 
+/** What a reflector is doing: listing, watching, waiting to retry, or stopped. */
 export type ReflectorState = "listing" | "watching" | "backoff" | "stopped";
 
+/** Exponential backoff between failed lists and watches: first wait, cap, factor, jitter. */
 export interface BackoffOptions {
   initialMs: number;
   maxMs: number;
@@ -92,6 +95,7 @@ export const WATCH_TIMEOUT_SECONDS = { min: 10, max: 15 } as const;
 /** Longer than the longest healthy silence (a watch's 15 s), with margin for a busy event loop. */
 export const DEFAULT_WATCH_INACTIVITY_MS = 20_000;
 
+/** Counters of a reflector's lists, watches and relists, for tests and benchmarks. */
 export interface ReflectorStats {
   lists: number;
   watches: number;
@@ -100,6 +104,10 @@ export interface ReflectorStats {
   watchListFallbacks: number;
 }
 
+/**
+ * client-go's reflector: lists a type, then watches from the list's resourceVersion, relists on
+ * 410 Gone, and retries with backoff; it hands what it sees to a sink (an informer's store).
+ */
 export class Reflector<T extends KubeObject> {
   readonly stats: ReflectorStats = { lists: 0, watches: 0, relistsAfterGone: 0, watchListFallbacks: 0 };
   private resourceVersion = "";

@@ -15,12 +15,14 @@ export interface InformerScope {
   metadataOnly?: boolean;
 }
 
+/** A holder's reference to a shared informer. */
 export interface SharedInformer<T extends KubeObject> {
   readonly informer: Informer<T>;
   /** Gives this holder's reference back; the informer stops with the last one. */
   release(): Promise<void>;
 }
 
+/** A holder's reference to shared informers of several namespaces, read as one. */
 export interface SharedMultiNamespaceInformer<T extends KubeObject> {
   readonly view: MultiNamespaceInformer<T>;
   /** Gives back this holder's reference to each namespace's informer. */
@@ -32,6 +34,10 @@ interface Entry {
   references: number;
 }
 
+/**
+ * One informer per type, scope and selector, shared by every controller that asks for it and
+ * stopped when the last one releases it (controller-runtime's shared informer cache).
+ */
 export class InformerRegistry {
   private readonly entries = new Map<string, Entry>();
 

@@ -11,8 +11,10 @@ import { type KubeObject, objectKey } from "../client/index.js";
 /** Maps an object to the index values it should be found under (e.g. its owner's name). */
 export type IndexFunc<T> = (object: T) => string[];
 
+/** The name of the index every store has: objects by namespace. */
 export const NAMESPACE_INDEX = "namespace";
 
+/** What a relist changed in a store: the objects added, updated and deleted. */
 export interface ReplaceResult<T> {
   added: T[];
   updated: { old: T; object: T }[];
@@ -20,6 +22,7 @@ export interface ReplaceResult<T> {
   deleted: T[];
 }
 
+/** The objects of an informer by key (`namespace/name`), with named indexes to look them up by. */
 export class Store<T extends KubeObject> {
   private readonly objects = new Map<string, T>();
   /** index name → its function, and value → keys */

@@ -48,10 +48,12 @@ export interface ClientOptions extends TransportOptions {
   transport?: ApiTransport;
 }
 
+/** The namespace of a namespaced object; leave it out for cluster-scoped kinds. */
 export interface NamespaceOption {
   namespace?: string;
 }
 
+/** What to list: a namespace (all when left out), selectors, pages, and a resourceVersion to read at. */
 export interface ListOptions extends NamespaceOption {
   labelSelector?: string;
   fieldSelector?: string;
@@ -71,6 +73,7 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** Options of create, update and the other writes: dry run, field manager, field validation. */
 export interface WriteOptions extends RequestOptions {
   /** Validate and run admission without persisting (`dryRun=All`). */
   dryRun?: boolean;
@@ -80,6 +83,7 @@ export interface WriteOptions extends RequestOptions {
   fieldValidation?: "Ignore" | "Warn" | "Strict";
 }
 
+/** Options of server-side apply: a field manager is required. */
 export interface ApplyOptions extends WriteOptions {
   /** Required for server-side apply: the applier's identity, e.g. the controller's name. */
   fieldManager: string;
@@ -87,14 +91,17 @@ export interface ApplyOptions extends WriteOptions {
   force?: boolean;
 }
 
+/** The patch formats: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch. */
 export type PatchType = "merge" | "json" | "strategic";
 
+/** Options of a patch: its format, and a subresource to patch instead of the object. */
 export interface PatchOptions extends NamespaceOption, WriteOptions {
   /** Default `merge` (RFC 7386). `strategic` works on built-in types only. */
   type?: PatchType;
   subresource?: "status" | "scale";
 }
 
+/** Options of a delete: propagation to dependents, grace period, preconditions, dry run. */
 export interface DeleteOptions extends NamespaceOption {
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
   gracePeriodSeconds?: number;
@@ -103,6 +110,7 @@ export interface DeleteOptions extends NamespaceOption {
   dryRun?: boolean;
 }
 
+/** What to watch (as for a list), from which resourceVersion, and how the stream is kept alive. */
 export interface WatchOptions extends ListOptions {
   /** Ask for BOOKMARK events (cheap progress markers that keep a resume point fresh). Default true. */
   allowBookmarks?: boolean;

@@ -202,6 +202,7 @@ export function checkNamespaces(namespaces: readonly string[], where: string): r
   return Object.freeze([...namespaces]);
 }
 
+/** Which changes of an owned or watched type reach the controller: predicates, and a label selector for its informer. */
 export interface WatchOptions<U extends KubeObject> {
   predicates?: Predicate<U>[];
   labelSelector?: string;

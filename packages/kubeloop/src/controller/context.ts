@@ -23,6 +23,7 @@ export interface CacheReader {
   ): U[];
 }
 
+/** Where a reconcile's events go (the manager's `EventRecorder`). */
 export interface EventSink {
   event(
     regarding: KubeObject,
@@ -30,6 +31,7 @@ export interface EventSink {
   ): void;
 }
 
+/** Options of `ctx.status(…)`: the conditions written with the status. */
 export interface StatusOptions {
   /**
    * Sets the `Ready` condition: `true`/`false`, or with a reason and message. `Progressing` is set

@@ -53,11 +53,13 @@ export type Reconciler<T extends KubeObject> = (
   context: ReconcileContext<T>,
 ) => Promise<ReconcileReturn> | ReconcileReturn;
 
+/** Maps a watched object to the primary objects to reconcile (none, one or several requests). */
 export type MapFunc<U extends KubeObject> = (object: U) => Request[] | Request | undefined;
 
 /** Something outside Kubernetes that asks for reconciles: an async iterable of requests. */
 export type Source = (signal: AbortSignal) => AsyncIterable<Request>;
 
+/** What a controller was built from: its name, primary type, owned and watched types, and reconciler. */
 export interface ControllerSpec<T extends KubeObject> {
   name: string;
   primary: ResourceType<T>;
@@ -162,6 +164,10 @@ function linksOf(object: KubeObject): Link[] {
   ];
 }
 
+/**
+ * A running controller: informers for its types, a work queue of object keys, and workers that
+ * call the reconciler. Built by `controller(Type)…reconcile(fn)` and started by the manager.
+ */
 export class Controller<T extends KubeObject> {
   readonly name: string;
   readonly spec: ControllerSpec<T>;

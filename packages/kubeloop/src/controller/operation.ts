@@ -78,6 +78,7 @@ export function nextAttempt(
   };
 }
 
+/** What `runOperation` needs: the recorded attempt, the attempt limit, the clock, a status writer, and the work. */
 export interface RunOperationOptions {
   record: OperationRecord | undefined;
   maxAttempts: number;

@@ -17,6 +17,7 @@ export interface Change<T extends KubeObject = KubeObject> {
   old?: T;
 }
 
+/** Decides whether a change (create, update, delete) of a watched object reaches the queue. */
 export type Predicate<T extends KubeObject = KubeObject> = (change: Change<T>) => boolean;
 
 /** Updates pass only when `metadata.generation` changed (the spec, for types with a status subresource). */

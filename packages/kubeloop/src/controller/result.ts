@@ -75,6 +75,7 @@ export function terminal(error: unknown, reason?: string): TerminalError {
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+/** Milliseconds of a {@link Duration}; a RangeError names a malformed one. */
 export function parseDuration(duration: Duration): number {
   if (typeof duration === "number") {
     if (!Number.isFinite(duration) || duration < 0) throw new RangeError(`Invalid duration ${duration}`);

@@ -25,6 +25,7 @@ export class InvalidSchedule extends TypeError {
   override readonly name = "InvalidSchedule";
 }
 
+/** A parsed cron expression: the slots before and after a time. From `cronSchedule(expression)`. */
 export interface CronSchedule {
   /** The expression as given. */
   readonly expression: string;
@@ -64,6 +65,7 @@ export function cronSchedule(expression: string): CronSchedule {
   };
 }
 
+/** Where a scheduled object stands at `now`: the slot due, if any, the next one, and the wait until it. */
 export interface ScheduleState {
   /** The slot that is due now (the latest one at or before `now` and after `last`), if any. */
   due: Date | undefined;

@@ -42,6 +42,7 @@ export const DEFAULT_CHECK_TIMEOUT_MS = 1_000;
  */
 export const DEFAULT_CLOSE_GRACE_MS = 5_000;
 
+/** Where the probe server listens, and the metrics it may serve beside `/healthz` and `/readyz`. */
 export interface HealthServerOptions {
   /** Default {@link DEFAULT_HEALTH_PROBE_PORT}; 0 picks a free port (read it from `port` after `start`). */
   port?: number;

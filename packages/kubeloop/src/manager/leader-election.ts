@@ -82,6 +82,7 @@ export interface LeaderElectionMetrics {
 /** Why leadership ended: a `stop()` (or the run's signal), or a loss. */
 export type StoppedLeading = { lost: false } | { lost: true; error: LeadershipLost };
 
+/** The Lease to campaign for, the timings (client-go's), and the callbacks on gaining and losing it. */
 export interface LeaderElectorOptions {
   client: Client;
   /** The Lease's name, e.g. `nginx-operator` (controller-runtime's `LeaderElectionID`). */

@@ -144,9 +144,11 @@ export interface MetricsServing {
 export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 /** controller-runtime's GracefulShutdownTimeout default. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+/** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
 /** kubebuilder's port for secure metrics (`--metrics-bind-address=:8443`). */
 export const DEFAULT_SECURE_METRICS_PORT = 8443;
+/** The port of `/healthz` and `/readyz` (kubebuilder's `:8081`). */
 export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
 
 /**

@@ -32,6 +32,7 @@ export type MetricsAccess =
   | { allowed: true; user: string }
   | { allowed: false; status: 401 | 403 | 500; reason: string };
 
+/** How long TokenReview and SubjectAccessReview answers are cached, and how long a review may take. */
 export interface MetricsAuthOptions {
   tokenTtlMs?: number;
   allowTtlMs?: number;

@@ -49,6 +49,7 @@ export interface WebhookParts<T extends KubeObject> {
   objectSelector?: LabelSelector;
 }
 
+/** A Kubernetes label selector: labels to match, and expressions on label keys. */
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: {
@@ -58,6 +59,7 @@ export interface LabelSelector {
   }[];
 }
 
+/** The webhooks of one kind, from {@link defineWebhooks}: what the manager serves and `kubeloop generate` writes. */
 export interface WebhookDefinition<T extends KubeObject = KubeObject> {
   readonly resource: { group: string; version: string; kind: string; plural: string; namespaced: boolean };
   readonly parts: WebhookParts<T>;
@@ -71,6 +73,10 @@ type Defined = ResourceType & {
   readonly namespaced: boolean;
 };
 
+/**
+ * Declares the webhooks of one kind (see {@link WebhookParts}): give the result to
+ * `manager.addWebhooks(…)`, and export it so `kubeloop generate` writes their configurations.
+ */
 export function defineWebhooks<R extends Defined>(
   resource: R,
   parts: WebhookParts<ObjectOf<R>>,
@@ -101,6 +107,7 @@ export function defineWebhooks<R extends Defined>(
   });
 }
 
+/** Whether a module export is a {@link WebhookDefinition} (how `kubeloop generate` finds them). */
 export function isWebhookDefinition(value: unknown): value is WebhookDefinition {
   const candidate = value as Partial<WebhookDefinition> | null;
   return (
@@ -163,6 +170,7 @@ export function mapClientConfigs<T extends object>(
   return object;
 }
 
+/** The two admission webhook configurations, as plain objects ready to apply or write as YAML. */
 export interface WebhookConfigurations {
   mutating?: Record<string, unknown>;
   validating?: Record<string, unknown>;

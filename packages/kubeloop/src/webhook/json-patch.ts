@@ -4,10 +4,12 @@
  * server and reviewers than index-by-index edits, and what controller-runtime's defaulter does too).
  */
 
+/** One JSON Patch operation, of the kinds `jsonPatch` writes. */
 export type PatchOperation =
   | { op: "add" | "replace"; path: string; value: unknown }
   | { op: "remove"; path: string };
 
+/** The JSON Patch (RFC 6902) from `before` to `after`; see above for how arrays are handled. */
 export function jsonPatch(before: unknown, after: unknown, path = ""): PatchOperation[] {
   if (isObject(before) && isObject(after)) {
     const operations: PatchOperation[] = [];

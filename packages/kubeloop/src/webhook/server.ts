@@ -34,6 +34,7 @@ export interface AdmissionRequest<T extends KubeObject = KubeObject> {
   userInfo: { username: string; groups?: string[] };
 }
 
+/** A validator's answer: allowed (with warnings for the user, if any), or refused with a message. */
 export type ValidationResult =
   | { allowed: true; warnings?: string[] }
   | { allowed: false; message: string; warnings?: string[] };
@@ -45,11 +46,13 @@ export type Defaulter<T extends KubeObject> = (
   object: T,
   request: AdmissionRequest<T>,
 ) => DefaulterReturn<T> | Promise<DefaulterReturn<T>>;
+/** Says whether the write is allowed; refusing returns a message the user sees. */
 export type Validator<T extends KubeObject> = (
   object: T,
   request: AdmissionRequest<T>,
 ) => ValidationResult | Promise<ValidationResult>;
 
+/** Where the webhook server listens and where it takes its serving certificate from. */
 export interface WebhookServerOptions {
   /** Folder with `tls.crt` and `tls.key`; watched for changes. */
   certDir?: string;
@@ -78,6 +81,7 @@ export interface WebhookMetrics {
 
 const tracer = trace.getTracer("kubeloop");
 
+/** The port the webhook server listens on by default: controller-runtime's. */
 export const DEFAULT_WEBHOOK_PORT = 9443;
 
 interface ConversionRequest {
@@ -109,6 +113,7 @@ function convert(request: ConversionRequest, converters: Converters): Record<str
   }
 }
 
+/** Conversion between a kind's versions through a hub version (controller-runtime's hub and spokes). */
 export interface Converters {
   /** The version every other one converts through, e.g. `v1`. */
   hub: string;
@@ -138,6 +143,11 @@ function failureOf(response: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/**
+ * The HTTPS server that answers the API server's AdmissionReviews and ConversionReviews: register
+ * paths with `defaulting`, `validating` and `conversion`, then `start()`. The manager runs one for
+ * the definitions given to `addWebhooks`.
+ */
 export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
   private server: Server | undefined;
