@@ -1,12 +1,12 @@
 import type { ConfigMap as ConfigMapObject, Secret as SecretObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, serverFeatureEnabled, until } from "../../test/helpers.js";
+import { namespaces, serverFeatureEnabled, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { Forbidden } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
 import { sleep } from "../util/index.js";
 import { Informer } from "./informer.js";
@@ -44,13 +44,9 @@ async function clientThrough(proxy: FaultProxy, requestTimeoutMs = 60_000): Prom
 
 beforeAll(async () => {
   // Secrets bypass the watch cache: compacting etcd then makes old resourceVersions Gone for them.
-  plane = await new ControlPlane({ apiServerArgs: ["--watch-cache-sizes=secrets#0"] }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane({ apiServerArgs: ["--watch-cache-sizes=secrets#0"] }));
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 describe("Informer", () => {
   it("syncs what exists, then reports adds, updates and deletes, and keeps its indexes", async () => {

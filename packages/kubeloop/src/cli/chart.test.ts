@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { NotFound } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { ensureAssets } from "../testing/assets/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { anchorsIn } from "./yaml.js";
 
@@ -28,12 +29,10 @@ const home = mkdtempSync(join(tmpdir(), "kubeloop-helm-"));
 beforeAll(async () => {
   const assets = await ensureAssets(["helm"]);
   helmBinary = assets.binaries.helm as string;
-  plane = await new ControlPlane({ profile: "cluster" }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane({ profile: "cluster" }));
 });
 afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
   rmSync(home, { recursive: true, force: true });
 });
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { until as pollFor } from "../../test/helpers.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 
@@ -31,14 +32,9 @@ function kubeloop(cwd: string, ...args: string[]) {
 const k = (args: string[], input?: string) =>
   kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
 
-async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+/** Polls until `check` holds; a timeout shows what the operator printed. */
+const until = (check: () => Promise<boolean>, ms: number, what: string) =>
+  pollFor(check, ms, what, () => output);
 
 /** The scaffolded controller, made to own a ConfigMap the way its own comment says to. */
 function ownAConfigMap(): void {

@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until as pollFor } from "../../test/helpers.js";
 import { processesMentioning } from "../../test/processes.js";
 import { defaultAssetsRoot } from "../testing/index.js";
 import { kubectl } from "../testing/kubectl.js";
@@ -76,14 +77,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}\n${runOutput}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+/** Polls until `check` holds; a timeout shows what the operator printed. */
+const until = (check: () => boolean | Promise<boolean>, ms: number, what: string) =>
+  pollFor(check, ms, what, () => runOutput);
 
 const ready = async (args: string[]) =>
   (await k([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout === "True";

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection, serverFeatureEnabled } from "../../test/helpers.js";
+import { namespaces, rejection, serverFeatureEnabled, startPlane, stopPlane } from "../../test/helpers.js";
 import { ConfigMap, Deployment, Namespace, Secret } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { sleep } from "../util/index.js";
 import { Client } from "./client.js";
@@ -40,16 +40,12 @@ function configMap(ns: string, name: string, data: Record<string, string> = {}):
 
 beforeAll(async () => {
   // Secrets bypass the watch cache, so compacting etcd makes old resourceVersions Gone for them.
-  plane = await new ControlPlane({
+  ({ plane, client } = await startPlane({
     crds: [join(fixtures, "crds/widgets.yaml")],
     apiServerArgs: ["--watch-cache-sizes=secrets#0"],
-  }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  }));
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 describe("Client CRUD", () => {
   it("creates, gets, updates and deletes a typed object", async () => {

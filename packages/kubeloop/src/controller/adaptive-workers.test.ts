@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capturingLogger, until } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { capturingLogger, startPlane, stopPlane, until } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { ConfigMap } from "../k8s/index.js";
 import { Manager } from "../manager/manager.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { adaptiveDefaults, decide, type LoadSample } from "./adaptive-workers.js";
 import { controller } from "./builder.js";
 
@@ -53,12 +53,10 @@ describe("adaptive workers on a real API server", () => {
   let plane: ControlPlane;
   let client: Client;
   beforeAll(async () => {
-    plane = await new ControlPlane().start();
-    client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+    ({ plane, client } = await startPlane());
   }, 120_000);
   afterAll(async () => {
-    await client?.close();
-    await plane?.stop();
+    await stopPlane(plane, client);
   });
 
   it("grow under a burst and shrink back to the floor after it, logging each decision", async () => {

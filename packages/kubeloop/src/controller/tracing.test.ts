@@ -6,11 +6,11 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
-import { Client } from "../client/client.js";
+import type { Client } from "../client/client.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { controller } from "./builder.js";
 import { done } from "./result.js";
 
@@ -24,12 +24,10 @@ beforeAll(async () => {
   trace.setGlobalTracerProvider(
     new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
   );
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
 });
 afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
   trace.disable();
 });
 

@@ -1,12 +1,12 @@
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { loadConfig } from "../client/config.js";
 import { Forbidden } from "../client/errors.js";
 import { Lease as LeaseType, Role, RoleBinding } from "../k8s/index.js";
 import { microTime } from "../resources/events.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { startFaultProxy } from "../testing/fault-proxy.js";
 import { sleep } from "../util/index.js";
 import {
@@ -28,17 +28,11 @@ const FAST = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 20
 const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 const running: LeaderElector[] = [];
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
 afterEach(async () => {
   await Promise.all(running.splice(0).map((elector) => elector.stop()));
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 function leaseName(): string {
   return `lease-${++counter}`;

@@ -2,14 +2,14 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readyz, startManager, until } from "../../test/helpers.js";
+import { readyz, startManager, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { controller } from "../controller/builder.js";
 import { rbacRoles } from "../controller/rbac.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import type { Condition } from "../resources/conditions.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { sleep } from "../util/index.js";
 import { Manager } from "./manager.js";
 
@@ -23,15 +23,11 @@ let plane: ControlPlane;
 let client: Client;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({
+  ({ plane, client } = await startPlane({
     crds: [join(import.meta.dirname, "../../test/fixtures/controller/counters.yaml")],
-  }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  }));
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 describe("Manager", () => {
   it("backs off a reconciler that keeps failing, and reports it in a condition, an event and /metrics", async () => {

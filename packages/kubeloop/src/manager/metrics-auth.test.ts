@@ -5,11 +5,11 @@ import { connect } from "node:tls";
 import pino from "pino";
 import { Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rejection, until } from "../../test/helpers.js";
+import { rejection, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { deployManifests, metricsReaderRole, metricsRoles } from "../cli/manifests.js";
 import { Client } from "../client/client.js";
 import type { KubeObject } from "../client/types.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { selfSignedCertificate } from "../util/index.js";
 import { Manager } from "./manager.js";
 import { DENY_TTL_MS, MetricsAuthorizer } from "./metrics-auth.js";
@@ -115,14 +115,12 @@ function secureManager(options: { certDir?: string } = {}, as = client): Manager
 }
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } });
 });
 afterAll(async () => {
   await insecure.close();
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 
 describe("secure metrics", () => {

@@ -2,12 +2,12 @@ import type { AddressInfo } from "node:net";
 import { createServer, type Server, type Socket } from "node:net";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { done } from "../controller/result.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { Manager } from "./manager.js";
 
 // An OTLP endpoint that accepts connections and never answers (a collector hung, or a firewall
@@ -18,16 +18,14 @@ let silent: Server;
 const sockets: Socket[] = [];
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   silent = createServer((socket) => sockets.push(socket));
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
 });
 afterAll(async () => {
   for (const socket of sockets) socket.destroy();
   await new Promise((resolve) => silent?.close(resolve));
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 
 describe("tracing to an endpoint that does not answer", () => {

@@ -5,12 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { done } from "../controller/result.js";
 import { Secret } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { type LocalWebhookServing, localWebhookServing } from "../testing/local-webhooks.js";
 import { freePorts } from "../testing/ports.js";
 import { WebhookServer } from "../webhook/server.js";
@@ -48,10 +48,9 @@ beforeAll(async () => {
       "",
     ].join("\n"),
   );
-  plane = await new ControlPlane({
+  ({ plane, client } = await startPlane({
     apiServerArgs: [`--tracing-config-file=${join(dir, "tracing.yaml")}`],
-  }).start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  }));
   receiver = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -70,8 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   serving?.dispose();
   await new Promise((resolve) => receiver?.close(resolve));
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
   rmSync(dir, { recursive: true, force: true });
 });
 

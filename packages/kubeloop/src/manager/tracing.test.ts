@@ -2,12 +2,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
-import { Client } from "../client/client.js";
+import { startPlane, stopPlane, until } from "../../test/helpers.js";
+import type { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { done } from "../controller/result.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { Manager } from "./manager.js";
 
 // Traces that leave the process: the manager starts OpenTelemetry's SDK when OTEL_* names an
@@ -43,8 +43,7 @@ const attribute = (span: OtlpSpan | undefined, key: string) => {
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   receiver = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -62,8 +61,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((resolve) => receiver?.close(resolve));
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 afterEach(() => {
   for (const key of Object.keys(process.env)) if (key.startsWith("OTEL_")) delete process.env[key];

@@ -1,6 +1,6 @@
 import Type from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rejection } from "../../test/helpers.js";
+import { rejection, stopPlane } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { Invalid } from "../client/errors.js";
 import type { ObjectOf } from "../client/types.js";
@@ -48,10 +48,7 @@ beforeAll(async () => {
   await plane.installCrdObjects([Widget.crd()]);
   client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 let counter = 0;
 function widget(spec: Record<string, unknown>): WidgetObject {

@@ -1,11 +1,11 @@
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import type { Event as EventObject } from "kubernetes-types/events/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, until } from "../../test/helpers.js";
+import { namespaces, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { Forbidden } from "../client/errors.js";
 import { Event } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { InvalidEvent } from "./errors.js";
 import {
   DEFAULT_EVENT_BURST,
@@ -39,14 +39,10 @@ function newRecorder(options: Partial<EventRecorderOptions> = {}, through: Clien
   return made;
 }
 
-beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-});
+beforeAll(async () => ({ plane, client } = await startPlane()));
 afterAll(async () => {
   await Promise.all(recorders.map((r) => r.close()));
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
 });
 
 describe("EventRecorder", () => {

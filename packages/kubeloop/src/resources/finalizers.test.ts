@@ -1,10 +1,10 @@
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection } from "../../test/helpers.js";
+import { namespaces, rejection, startPlane } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { Conflict, NotFound } from "../client/errors.js";
 import { ConfigMap } from "../k8s/index.js";
-import { ControlPlane } from "../testing/control-plane.js";
+import type { ControlPlane } from "../testing/control-plane.js";
 import { addFinalizer, handleFinalizer, hasFinalizer, isDeleting, removeFinalizer } from "./finalizers.js";
 
 let plane: ControlPlane;
@@ -28,8 +28,7 @@ async function read(ns: string): Promise<ConfigMapObject> {
 }
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   other = await Client.connect({ kubeconfig: plane.kubeconfigPath });
 });
 afterAll(async () => {

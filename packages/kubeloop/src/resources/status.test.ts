@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, rejection } from "../../test/helpers.js";
+import { namespaces, rejection, stopPlane } from "../../test/helpers.js";
 import { Client, type Written } from "../client/client.js";
 import { Conflict, Invalid } from "../client/errors.js";
 import { type KubeObject, resourceType } from "../client/types.js";
@@ -98,10 +98,7 @@ beforeAll(async () => {
   await plane.installCrdObjects([gizmos as CrdObject]);
   client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
 });
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 describe("patchStatus", () => {
   it("merge-patches the status subresource only, and returns the object as written", async () => {

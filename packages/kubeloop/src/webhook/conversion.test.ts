@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Type from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stopPlane } from "../../test/helpers.js";
 import { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { defineResource } from "../resources/define-resource.js";
@@ -72,8 +73,7 @@ beforeAll(async () => {
   client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
 });
 afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
   await webhooks?.close();
   rmSync(certDir, { recursive: true, force: true });
 });

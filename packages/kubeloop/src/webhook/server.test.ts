@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../test/helpers.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
 import { CertificateAuthority } from "../testing/pki.js";
@@ -79,12 +80,14 @@ afterAll(async () => {
 describe("admission webhooks", () => {
   it("default fields through a JSON patch the API server applies", async () => {
     // Webhook configurations take effect a moment after they are written.
-    let created = await k(["-n", "hooked", "create", "configmap", "plain"]);
-    for (let i = 0; i < 50 && created.code !== 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      created = await k(["-n", "hooked", "create", "configmap", "plain"]);
-    }
-    expect(created.code, created.stderr).toBe(0);
+    const create = () => k(["-n", "hooked", "create", "configmap", "plain"]);
+    let created = await create();
+    await until(
+      async () => created.code === 0 || (created = await create()).code === 0,
+      5_000,
+      "the webhook configuration to take effect",
+      () => created.stderr,
+    );
     expect(
       (await k(["-n", "hooked", "get", "configmap", "plain", "-o", "jsonpath={.metadata.labels.defaulted}"]))
         .stdout,
@@ -123,11 +126,7 @@ describe("admission webhooks", () => {
     writeCert("webhook-2");
     const later = new Date(Date.now() + 2000);
     utimesSync(join(certDir, "tls.crt"), later, later);
-    const deadline = Date.now() + 5000;
-    while ((await subject()) !== "webhook-2") {
-      if (Date.now() > deadline) throw new Error("the new certificate was not served");
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until(async () => (await subject()) === "webhook-2", 5_000, "the new certificate to be served");
     // And the API server still trusts it (same CA): admission keeps working.
     expect((await k(["-n", "hooked", "create", "configmap", "after-rotation"])).code).toBe(0);
   });

@@ -1,11 +1,11 @@
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { capturingLogger, until } from "../../../test/helpers.js";
+import { capturingLogger, startPlane, stopPlane, until } from "../../../test/helpers.js";
 import { InformerRegistry } from "../../cache/registry.js";
-import { Client } from "../../client/client.js";
+import type { Client } from "../../client/client.js";
 import { ConfigMap, Lease as LeaseType } from "../../k8s/index.js";
 import { microTime } from "../../resources/events.js";
-import { ControlPlane } from "../../testing/control-plane.js";
+import type { ControlPlane } from "../../testing/control-plane.js";
 import { sleep } from "../../util/index.js";
 import { LeaderElector } from "../leader-election.js";
 import { RING_LABEL, shardLabel } from "./ring.js";
@@ -19,14 +19,10 @@ let plane: ControlPlane;
 let client: Client;
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
 }, 120_000);
-afterAll(async () => {
-  await client?.close();
-  await plane?.stop();
-});
+afterAll(() => stopPlane(plane, client));
 
 async function labelsOf(): Promise<string[]> {
   const list = await client.listMetadata(ConfigMap, { namespace: NS, labelSelector: "sharded=yes" });

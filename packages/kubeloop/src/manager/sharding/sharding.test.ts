@@ -3,10 +3,11 @@ import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../../test/helpers.js";
-import { Client } from "../../client/client.js";
+import { startPlane, stopPlane, until } from "../../../test/helpers.js";
+import type { Client } from "../../client/client.js";
 import { ConfigMap, Lease } from "../../k8s/index.js";
-import { ControlPlane } from "../../testing/control-plane.js";
+import type { ControlPlane } from "../../testing/control-plane.js";
+import { sleep } from "../../util/index.js";
 import { drainLabel, ownerOf, RING_LABEL, shardLabel } from "./ring.js";
 
 /**
@@ -37,8 +38,7 @@ const deaths: { id: string; offset: number }[] = [];
 const written = new Map<string, number>();
 
 beforeAll(async () => {
-  plane = await new ControlPlane().start();
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  ({ plane, client } = await startPlane());
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
   dir = mkdtempSync(join(tmpdir(), "kubeloop-sharding-"));
   journal = join(dir, "journal");
@@ -52,8 +52,7 @@ afterEach((context) => {
 
 afterAll(async () => {
   for (const { child } of replicas.values()) child.kill("SIGKILL");
-  await client?.close();
-  await plane?.stop();
+  await stopPlane(plane, client);
   // Kept when a test failed: the replicas' logs are there.
   if (dir && !failed) rmSync(dir, { recursive: true, force: true });
 });
@@ -153,7 +152,7 @@ function statusOf(id: string): { cache: number; sharder: boolean } | undefined {
  * update was seen by a reconcile.
  */
 async function converged(live: string[]): Promise<boolean> {
-  await new Promise((resolve) => setTimeout(resolve, 500)); // a list and a journal read per look: not too often
+  await sleep(500); // a list and a journal read per look: not too often
   for (const [id, replica] of replicas)
     if (replica.child.exitCode !== null || replica.child.signalCode !== null)
       throw new Error(
@@ -192,7 +191,7 @@ function churn(perSecond: number): () => Promise<void> {
       const v = (written.get(name) ?? 0) + 1;
       written.set(name, v);
       await client.patch(ConfigMap, name, { data: { v: String(v) } }, { namespace: NS });
-      await new Promise((resolve) => setTimeout(resolve, 1000 / perSecond));
+      await sleep(1000 / perSecond);
     }
   })();
   return async () => {
