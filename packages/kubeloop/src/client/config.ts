@@ -74,6 +74,7 @@ export interface Impersonation {
   extra?: Record<string, string[]>;
 }
 
+/** Where `loadConfig` reads the cluster's address and credentials from. */
 export interface LoadConfigOptions {
   /** A kubeconfig file. Default: `$KUBECONFIG` (colon-separated files are merged), else `~/.kube/config`. */
   kubeconfig?: string;

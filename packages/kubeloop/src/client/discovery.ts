@@ -71,6 +71,10 @@ export interface DiscoveryOptions {
   aggregated?: boolean;
 }
 
+/**
+ * The API server's discovery: which resource, scope and subresources each kind has. Loaded once
+ * (aggregated discovery where served) and refreshed when a kind is not found.
+ */
 export class Discovery {
   private byKind = new Map<string, ResourceInfo>();
   private loaded = false;

@@ -21,6 +21,7 @@ export interface Status {
   };
 }
 
+/** One cause of a failure in a Status (`details.causes`): for Invalid, the field and what is wrong. */
 export interface StatusCause {
   reason?: string;
   message?: string;

@@ -42,6 +42,7 @@ export interface TransportOptions {
   impersonate?: Impersonation;
 }
 
+/** One request to the API server: method, path, query, body. */
 export interface HttpRequest {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
@@ -57,17 +58,20 @@ export interface HttpRequest {
   timeoutMs?: number;
 }
 
+/** A request whose response is read as a stream (a watch, a streamed list). */
 export interface StreamRequest extends HttpRequest {
   /** The longest silence (no bytes) before the stream is treated as dead. */
   inactivityTimeoutMs: number;
 }
 
+/** A response read whole: status, headers and the decoded body. */
 export interface HttpResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: unknown;
 }
 
+/** A streamed response: the body's bytes (or, in process, the events themselves). */
 export interface StreamResponse {
   status: number;
   body: AsyncIterable<Uint8Array>;
@@ -101,6 +105,10 @@ const SILENT_CONNECTION = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIME
 /** A Retry-After beyond this is capped: better to surface the error than to stall a worker. */
 const MAX_RETRY_WAIT_MS = 30_000;
 
+/**
+ * HTTP to the API server over a pool of undici connections: auth, impersonation, proxies, per-request
+ * timeouts, retries of idempotent requests on broken connections and on 429 with Retry-After.
+ */
 export class Transport {
   readonly server: string;
   private pool: Pool;

@@ -62,6 +62,7 @@ export const LOW_PRIORITY = -100;
 /** Empty priority levels are kept (no churn) until there are this many levels in all. */
 const MAX_LEVELS_BEFORE_PURGE = 16;
 
+/** A work queue's rate limiter, metric hooks and clock. */
 export interface WorkQueueOptions<K> {
   /** Used by `addRateLimited`, `forget` and `retries`. Default {@link defaultRateLimiter} (5 ms × 2ⁿ, max 1000 s). */
   rateLimiter?: RateLimiter<K>;

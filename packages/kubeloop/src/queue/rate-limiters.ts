@@ -40,6 +40,7 @@ function checkDelay(name: string, value: number): void {
   }
 }
 
+/** Per-item exponential backoff: the first delay and the cap. */
 export interface ExponentialRateLimiterOptions {
   /** The first delay. Default {@link DEFAULT_BASE_DELAY_MS} (5 ms). */
   baseDelayMs?: number;
@@ -81,6 +82,7 @@ export class ExponentialRateLimiter<K = string> implements RateLimiter<K> {
   }
 }
 
+/** An overall rate limit shared by all items: tokens per second and bucket size. */
 export interface TokenBucketRateLimiterOptions {
   /** Tokens added per second; `Infinity` never delays. Default {@link DEFAULT_BUCKET_QPS} (10). */
   qps?: number;
@@ -123,6 +125,7 @@ export class TokenBucketRateLimiter<K = string> implements RateLimiter<K> {
   }
 }
 
+/** A fast delay for the first attempts, then a slow one. */
 export interface FastSlowRateLimiterOptions {
   /** The delay of the first `maxFastAttempts` attempts. */
   fastDelayMs: number;

@@ -58,12 +58,14 @@ export async function applyOwned<T extends KubeObject>(
 /** What {@link createOrUpdate} did. */
 export type Operation = "created" | "updated" | "unchanged";
 
+/** What `createOrUpdate` did (created, updated, or nothing to change), and the object as the server has it. */
 export interface CreateOrUpdateResult<T extends KubeObject> {
   operation: Operation;
   /** The object as the server has it now. */
   object: T;
 }
 
+/** Options of `createOrUpdate`: the writes' options, and how often to retry a conflict. */
 export interface CreateOrUpdateOptions extends WriteOptions {
   /** Attempts in all when the object changes (or appears) under us. Default {@link DEFAULT_CONFLICT_ATTEMPTS}. */
   attempts?: number;

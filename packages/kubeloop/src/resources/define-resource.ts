@@ -33,6 +33,7 @@ export interface PrinterColumn {
   priority?: number;
 }
 
+/** The kind to define: group, version, kind, scope, and the TypeBox schemas of its spec and status. */
 export interface ResourceDefinitionOptions<Spec extends TSchema, Status extends TSchema> {
   group: string;
   version: string;
@@ -89,6 +90,7 @@ export type ResourceObject<Spec extends TSchema, Status extends TSchema> = KubeO
   status?: Static<Status>;
 };
 
+/** A CustomResourceDefinition (apiextensions.k8s.io/v1) as `defineResource(…).crd()` writes it. */
 export interface CustomResourceDefinition {
   apiVersion: "apiextensions.k8s.io/v1";
   kind: "CustomResourceDefinition";
@@ -114,6 +116,7 @@ export interface CustomResourceDefinition {
   };
 }
 
+/** What `defineResource` returns: a ResourceType for the client and controllers, and the kind's CRD. */
 export interface ResourceDefinition<Spec extends TSchema, Status extends TSchema>
   extends ResourceType<ResourceObject<Spec, Status>> {
   readonly apiVersion: string;

@@ -53,8 +53,10 @@ export const MAX_EVENT_FIELD_LENGTH = 128;
 /** Where Events about cluster-scoped objects go (the API accepts them only there or in ""). */
 export const CLUSTER_EVENTS_NAMESPACE = "default";
 
+/** An event's type: `Warning` for what a user should look at, `Normal` for the rest. */
 export type EventType = "Normal" | "Warning";
 
+/** One event about an object: type, reason, action, and a note for people. */
 export interface EventInput {
   /** `Warning` for what a user should look at, `Normal` for the rest. */
   type: EventType;
@@ -68,6 +70,7 @@ export interface EventInput {
   related?: KubeObject;
 }
 
+/** Who reports the events, and where write failures go. */
 export interface EventRecorderOptions {
   /** The controller's name, as a qualified name: `example.com/widget-controller`. Required. */
   reportingController: string;
@@ -87,6 +90,7 @@ export interface EventRecorderOptions {
   now?: () => number;
 }
 
+/** Counters of what an `EventRecorder` wrote and dropped. */
 export interface EventRecorderStats {
   /** Events created. */
   created: number;

@@ -24,6 +24,7 @@ import type { Deployment } from "kubernetes-types/apps/v1.js";
 
 export type RolloutState = "Pending" | "Progressing" | "Complete" | "Failed";
 
+/** How a rollout stands, with a reason and message ready for a condition. */
 export interface RolloutStatus {
   state: RolloutState;
   /** CamelCase, for a condition's reason: `ObservedGenerationBehind`, `ReplicasUpdating`, `ProgressDeadlineExceeded`, … */

@@ -38,6 +38,7 @@ const PASS_THROUGH = new Set([
   "title",
 ]);
 
+/** A TypeBox schema that cannot become a structural CRD schema; the message names where and why. */
 export class SchemaError extends Error {
   override name = "SchemaError";
 }

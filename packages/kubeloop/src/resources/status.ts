@@ -14,6 +14,7 @@ export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : Reco
 /** A merge patch of a status: fields given replace (arrays whole), `null` removes, the rest stays. */
 export type StatusPatch<T> = { [K in keyof StatusOf<T>]?: StatusOf<T>[K] | null };
 
+/** Options of `patchStatus`: a merge patch of the status subresource. */
 export interface PatchStatusOptions {
   /**
    * Send `object`'s resourceVersion with the patch, so the server answers 409 Conflict if the object
@@ -48,6 +49,7 @@ export async function patchStatus<T extends KubeObject>(
   })) as Written<T>;
 }
 
+/** Options of `applyStatus`: server-side apply of the status subresource, forcing by default. */
 export interface ApplyStatusOptions extends Omit<ApplyOptions, "force"> {
   /**
    * Take fields another manager owns. Default true: the status is the controller's own record,

@@ -52,6 +52,7 @@ export interface MigrateStorageOptions {
   signal?: AbortSignal;
 }
 
+/** Where a storage migration stands after a page: objects rewritten and skipped, and the next page. */
 export interface MigrationProgress {
   rewritten: number;
   /** Objects deleted between the list and their rewrite. */
@@ -60,6 +61,7 @@ export interface MigrationProgress {
   continue: string | undefined;
 }
 
+/** What a finished storage migration did, and to which CRD and storage version. */
 export interface MigrationResult {
   crd: string;
   storageVersion: string;
