@@ -83,7 +83,10 @@ describe("admission webhooks", () => {
     const create = () => k(["-n", "hooked", "create", "configmap", "plain"]);
     let created = await create();
     await until(
-      async () => created.code === 0 || (created = await create()).code === 0,
+      async () => {
+        if (created.code !== 0) created = await create();
+        return created.code === 0;
+      },
       5_000,
       "the webhook configuration to take effect",
       () => created.stderr,
