@@ -7,6 +7,7 @@ import {
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
+  pollUntil,
   readManifests,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,13 +36,11 @@ async function jsonpath(args: string[], path: string): Promise<string> {
   return (await k([...args, "-o", `jsonpath=${path}`])).stdout;
 }
 
+/** Polls `check` every 200 ms; after `ms`, throws naming `what`, followed by the operator's output. */
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what }).catch((error: Error) => {
+    throw new Error(`${error.message}\n${output}`, { cause: error });
+  });
 }
 
 /** The generated objects of config files, pointed at the webhook server on this machine. */

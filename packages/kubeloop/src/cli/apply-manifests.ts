@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { Client, KubeObject } from "../client/index.js";
 import { NotFound } from "../client/index.js";
 import { readManifests } from "../testing/index.js";
+import { sleep } from "../util/index.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -85,7 +86,7 @@ async function waitEstablished(client: Client, crds: Crd[]): Promise<void> {
             (problem?.message ? `: ${problem.message}` : ""),
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
   }
 }

@@ -8,6 +8,7 @@ import type { KubeObject } from "../client/index.js";
 import { Client, type ClientOptions, loadConfig } from "../client/index.js";
 import type { Controller, Request, Source } from "../controller/index.js";
 import { Secret } from "../k8s/index.js";
+import { sleep } from "../util/index.js";
 
 /**
  * Many clusters in one process: a {@link ClusterProvider} says which clusters exist (kubeconfig
@@ -364,7 +365,7 @@ export function kubeconfigFiles(folder: string, intervalMs = 1_000): ClusterProv
         for (const name of known) if (!found.has(name)) await sink.remove(name);
         known.clear();
         for (const name of found.keys()) known.add(name);
-        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        await sleep(intervalMs);
       }
     },
   };

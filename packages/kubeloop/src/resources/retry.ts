@@ -1,4 +1,5 @@
 import { Conflict } from "../client/index.js";
+import { sleep } from "../util/index.js";
 
 /**
  * Read-modify-write loops retry on 409 Conflict: the object changed between our read and our write,
@@ -29,7 +30,7 @@ export async function retryOnConflict<R>(
     } catch (error) {
       if (!retryable(error) || n + 1 >= attempts) throw error;
       const pause = CONFLICT_RETRY_PAUSE_MS * (0.9 + Math.random() * 0.2);
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      await sleep(pause);
     }
   }
 }
