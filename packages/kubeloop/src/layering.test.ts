@@ -6,11 +6,11 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 
-// The layering rule of docs/architecture.md, run as `npm run lint` runs it (the dependency-cruiser CLI
-// and the repository's .dependency-cruiser.cjs), on a small tree of files made for each case.
+// The layering rule of docs/architecture.md, run as `npm run lint` runs it (scripts/lint-layers.mjs:
+// dependency-cruiser with the repository's .dependency-cruiser.cjs), on a small tree of files made for each case.
 
 const repository = join(dirname(fileURLToPath(import.meta.url)), "../../..");
-const depcruise = join(repository, "node_modules/dependency-cruiser/bin/dependency-cruiser.mjs");
+const lintLayers = join(repository, "scripts/lint-layers.mjs");
 const config = join(repository, ".dependency-cruiser.cjs");
 const run = promisify(execFile);
 
@@ -35,7 +35,7 @@ async function cruise(files: Record<string, string>): Promise<{ code: number; ou
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      [depcruise, "--config", config, "--output-type", "err", "packages/kubeloop/src", "examples"],
+      [lintLayers, "--config", config, "--output-type", "err", "packages/kubeloop/src", "examples"],
       { cwd: root },
     );
     return { code: 0, output: stdout + stderr };
