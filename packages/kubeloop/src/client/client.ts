@@ -240,36 +240,19 @@ export class Client {
   async create<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
     const type = typeOf(object);
     const path = await this.collectionPath(type, object.metadata?.namespace, true);
-    return (
-      await this.transport.request({
-        method: "POST",
-        path,
-        body: object,
-        query: writeQuery(options),
-        ...callOf(options),
-      })
-    ).body as Written<T>;
+    return (await this.write("POST", path, object, options)) as Written<T>;
   }
 
   /** Replaces the object; its `metadata.resourceVersion` makes this a compare-and-swap (409 Conflict if stale). */
   async update<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
     const path = await this.objectPath(typeOf(object), nameOf(object), object.metadata?.namespace);
-    return (
-      await this.transport.request({
-        method: "PUT",
-        path,
-        body: object,
-        query: writeQuery(options),
-        ...callOf(options),
-      })
-    ).body as Written<T>;
+    return (await this.write("PUT", path, object, options)) as Written<T>;
   }
 
   /** Replaces the status subresource only. */
   async updateStatus<T extends KubeObject>(object: T, options: WriteOptions = {}): Promise<Written<T>> {
     const path = await this.objectPath(typeOf(object), nameOf(object), object.metadata?.namespace, "status");
-    return (await this.transport.request({ method: "PUT", path, body: object, query: writeQuery(options) }))
-      .body as Written<T>;
+    return (await this.write("PUT", path, object, options)) as Written<T>;
   }
 
   async patch<T extends KubeObject>(
@@ -280,15 +263,7 @@ export class Client {
   ): Promise<T> {
     const path = await this.objectPath(type, name, options.namespace, options.subresource);
     const contentType = PATCH_CONTENT_TYPES[options.type ?? "merge"];
-    return (
-      await this.transport.request({
-        method: "PATCH",
-        path,
-        body: patch,
-        contentType,
-        query: writeQuery(options),
-      })
-    ).body as T;
+    return (await this.write("PATCH", path, patch, options, contentType)) as T;
   }
 
   /**
@@ -401,15 +376,30 @@ export class Client {
       object.metadata?.namespace,
       subresource,
     );
-    const query = { ...writeQuery(options), force: options.force || undefined };
+    return (await this.write("PATCH", path, JSON.stringify(object), options, APPLY_CONTENT_TYPE, {
+      force: options.force || undefined,
+    })) as Written<T>;
+  }
+
+  /** Every write: the options' dry run, field manager and validation, and their signal and timeout. */
+  private async write(
+    method: "POST" | "PUT" | "PATCH",
+    path: string,
+    body: unknown,
+    options: WriteOptions,
+    contentType?: string,
+    extraQuery?: HttpRequest["query"],
+  ): Promise<unknown> {
+    const query = { ...writeQuery(options), ...extraQuery };
     const request = {
-      method: "PATCH" as const,
+      method,
       path,
-      body: JSON.stringify(object),
-      contentType: APPLY_CONTENT_TYPE,
+      body,
       query,
+      ...(contentType ? { contentType } : {}),
+      ...callOf(options),
     };
-    return (await this.transport.request(request)).body as Written<T>;
+    return (await this.transport.request(request)).body;
   }
 
   /** `/api/v1/namespaces/ns/pods` or `/apis/apps/v1/deployments`. */

@@ -147,6 +147,25 @@ export class ControllerBuilder<T extends KubeObject> {
   }
 
   /**
+   * How long one reconcile may run: past it, `ctx.signal` aborts, and a reconcile that then fails
+   * is retried with backoff under the reason `ReconcileTimeout` and counted in
+   * `controller_runtime_reconcile_timeouts_total` (controller-runtime's `ReconciliationTimeout`).
+   * Client calls given `ctx.signal` stop at once; the reconciler's own waits must heed it too. No
+   * timeout by default.
+   *
+   * @example
+   * ```ts
+   * controller(Nginx).reconcileTimeout("30s").reconcile(async (nginx, ctx) => done());
+   * ```
+   */
+  reconcileTimeout(timeout: Duration): this {
+    const ms = parseDuration(timeout);
+    if (!(ms > 0)) throw new RangeError(`reconcileTimeout must be longer than 0, got ${String(timeout)}`);
+    this.spec.reconcileTimeoutMs = ms;
+    return this;
+  }
+
+  /**
    * The clock of this controller's queue (`after(…)` delays, retry backoff) and of `ctx.now()`.
    * Its `now()` must read wall-clock milliseconds (like `Date.now()`): scheduled work compares it
    * with times kept in status. Default: the system's. Tests pass a `JumpClock` (kubeloop/testing)

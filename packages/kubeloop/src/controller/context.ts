@@ -56,7 +56,11 @@ export interface ReconcileContext<T extends KubeObject> {
   readonly client: Client;
   readonly cache: CacheReader;
   readonly log: Logger;
-  /** Aborted when the manager stops and the grace period is over. */
+  /**
+   * Aborted when the manager stops and the grace period is over, or when this reconcile runs past
+   * the controller's `reconcileTimeout`. `ctx.apply` and `ctx.status` pass it on; pass it to your
+   * own client calls and waits too.
+   */
   readonly signal: AbortSignal;
   /** Server-side apply as this controller, with the primary set as the object's controller owner. */
   apply<U extends KubeObject>(
@@ -111,7 +115,12 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
         owned && child !== (object as KubeObject) ? withOwner(child, object, deps.primaryType) : child;
       // A controller owns its children's fields outright: force takes them back from a human's edit.
       const written = await deps.expectations.writingObject(desired, () =>
-        client.apply(desired, { fieldManager: controller, force: true, ...applyOptions }),
+        client.apply(desired, {
+          fieldManager: controller,
+          force: true,
+          signal: deps.signal,
+          ...applyOptions,
+        }),
       );
       deps.expectations.expect(key, written);
       return written;
@@ -140,7 +149,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
         }
         patch.conditions = conditions;
       }
-      return patchPrimaryStatus(client, deps.expectations, deps.primaryType, object, patch);
+      return patchPrimaryStatus(client, deps.expectations, deps.primaryType, object, patch, deps.signal);
     },
     event(type, reason, note) {
       const redacted = note ? redactSecrets(note) : undefined;
@@ -165,6 +174,7 @@ export async function patchPrimaryStatus<T extends KubeObject>(
   type: ResourceType<T>,
   object: T,
   status: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<T> {
   const key = objectKey(object);
   const namespace = object.metadata?.namespace;
@@ -173,7 +183,7 @@ export async function patchPrimaryStatus<T extends KubeObject>(
       type,
       object.metadata?.name ?? "",
       { status },
-      { ...(namespace ? { namespace } : {}), subresource: "status" },
+      { ...(namespace ? { namespace } : {}), subresource: "status", ...(signal ? { signal } : {}) },
     ),
   );
   expectations.expect(key, written);

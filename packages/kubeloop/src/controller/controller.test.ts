@@ -8,10 +8,10 @@ import type { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { sleep } from "../util/index.js";
+import { pollUntil, sleep } from "../util/index.js";
 import { controller } from "./builder.js";
 import type { Condition } from "./context.js";
-import type { Controller } from "./controller.js";
+import type { Controller, ControllerMetricsSink } from "./controller.js";
 import { generationChanged } from "./predicates.js";
 import { after, done, terminal } from "./result.js";
 
@@ -44,8 +44,11 @@ afterAll(async () => {
 const namespace = namespaces(() => client, "ctrl");
 
 /** Prepares and starts a controller the way the manager does (informers synced first). */
-async function run<T extends KubeObject>(c: Controller<T>): Promise<Controller<T>> {
-  c.prepare({ client, registry, logger });
+async function run<T extends KubeObject>(
+  c: Controller<T>,
+  metrics?: ControllerMetricsSink,
+): Promise<Controller<T>> {
+  c.prepare({ client, registry, logger, ...(metrics ? { metrics } : {}) });
   await Promise.all(c.allInformers.map((i) => i.synced));
   c.start();
   running.push(c as unknown as Controller<KubeObject>);
@@ -302,6 +305,69 @@ describe("Controller", () => {
     await until(() => ok.has("good-1") && ok.has("good-2"), 10_000, "the good keys");
   });
 
+  it("counts a programming error as a panic and an error, and a thrown Error as an error only", async () => {
+    const ns = await namespace();
+    for (const name of ["bug", "failure"]) {
+      await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } });
+    }
+    const counted = countingMetrics();
+    await run(
+      controller(ConfigMap)
+        .named("panics")
+        .inNamespace(ns)
+        .reconcile((cm) => {
+          // The bug: this ConfigMap has no data, so reading a key of it throws a TypeError.
+          if (cm.metadata?.name === "bug") return (cm.data as Record<string, string>).mode ? done() : done();
+          throw new Error("the database is down");
+        }),
+      counted.sink,
+    );
+    await until(() => counted.errors >= 4 && counted.panics >= 1, 10_000, "errors of both keys");
+    // Both keys fail and retry; only the bug's failures are panics.
+    expect(counted.panics).toBeGreaterThanOrEqual(1);
+    expect(counted.panics).toBeLessThan(counted.errors);
+    expect(counted.timeouts).toBe(0);
+  });
+
+  it("aborts ctx.signal past reconcileTimeout, counts a timeout, and says so in the Ready condition", async () => {
+    const ns = await namespace();
+    await client.create({
+      apiVersion: "test.kubeloop.dev/v1",
+      kind: "Counter",
+      metadata: { name: "slow", namespace: ns },
+    });
+    const counted = countingMetrics();
+    let aborted: unknown;
+    await run(
+      controller(Counter)
+        .named("timeouts")
+        .inNamespace(ns)
+        .reconcileTimeout("200ms")
+        .reconcile(async (_counter, ctx) => {
+          try {
+            await sleep(30_000, ctx.signal);
+          } catch (error) {
+            aborted = error;
+            throw error;
+          }
+          return done();
+        }),
+      counted.sink,
+    );
+    await until(() => counted.timeouts >= 1, 10_000, "a timed-out reconcile");
+    expect(String((aborted as Error).message)).toContain("reconcileTimeout");
+    expect(counted.panics).toBe(0);
+    const ready = await pollUntil(
+      async () =>
+        (await client.get(Counter, "slow", { namespace: ns })).status?.conditions?.find(
+          (c) => c.type === "Ready" && c.reason === "ReconcileTimeout",
+        ),
+      { timeoutMs: 10_000, message: "the ReconcileTimeout condition" },
+    );
+    expect(ready.status).toBe("False");
+    expect(ready.message).toContain("200 ms");
+  });
+
   it("reconciles on a timer source", async () => {
     const ns = await namespace();
     await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "ticked", namespace: ns } });
@@ -346,3 +412,28 @@ describe("Controller", () => {
     expect(runs).toBeLessThanOrEqual(3);
   });
 });
+
+/** A metrics sink that counts what the controller reports. */
+function countingMetrics() {
+  const counted = {
+    errors: 0,
+    panics: 0,
+    timeouts: 0,
+    sink: undefined as unknown as ControllerMetricsSink,
+  };
+  counted.sink = {
+    queue: {},
+    reconciled: (result) => {
+      if (result === "error") counted.errors++;
+    },
+    panicked: () => {
+      counted.panics++;
+    },
+    timedOut: () => {
+      counted.timeouts++;
+    },
+    activeWorkers: () => undefined,
+    maxConcurrent: () => undefined,
+  };
+  return counted;
+}

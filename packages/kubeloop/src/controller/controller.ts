@@ -5,7 +5,7 @@ import type { Informer, InformerRegistry, InformerScope, InformerView } from "..
 import type { Client } from "../client/index.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
 import type { Clock, QueueMetrics } from "../queue/index.js";
-import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
+import { LOW_PRIORITY, systemClock, WorkQueue } from "../queue/index.js";
 import { type Condition, groupOf, redactError, redactSecrets, setCondition } from "../resources/index.js";
 import { type AdaptiveConcurrency, type ApiPressure, adaptiveDefaults, decide } from "./adaptive-workers.js";
 import {
@@ -84,6 +84,8 @@ export interface ControllerSpec<T extends KubeObject> {
   permissions: PolicyRule[];
   /** The queue's clock (delays, backoff) and `ctx.now()`'s; see `ControllerBuilder.clock`. */
   clock?: Clock | undefined;
+  /** How long one reconcile may run before `ctx.signal` aborts (`.reconcileTimeout`); none by default. */
+  reconcileTimeoutMs?: number | undefined;
   reconcile: Reconciler<T>;
 }
 
@@ -129,6 +131,10 @@ export interface ShardGate {
 export interface ControllerMetricsSink {
   queue: QueueMetrics;
   reconciled(result: "success" | "error" | "requeue" | "requeue_after" | "terminal", seconds: number): void;
+  /** The reconcile failed with a programming error (a `TypeError`, `ReferenceError`, …: Go's panic); also reported as `error`. */
+  panicked(): void;
+  /** The reconcile failed after its `reconcileTimeout` aborted `ctx.signal`; also reported as `error`. */
+  timedOut(): void;
   activeWorkers(delta: number): void;
   maxConcurrent(value: number): void;
   registerQueue?(queue: WorkQueue<string>): void;
@@ -609,6 +615,7 @@ export class Controller<T extends KubeObject> {
     }
     const reconcileId = randomUUID();
     const started = performance.now();
+    const deadline = this.deadline();
     await tracer.startActiveSpan(`reconcile ${this.name}`, { links: linksOf(object) }, async (span) => {
       span.setAttributes({
         "k8s.controller": this.name,
@@ -636,7 +643,7 @@ export class Controller<T extends KubeObject> {
           client: env.client,
           cache: this.cacheReader,
           log,
-          signal: this.abort.signal,
+          signal: deadline?.signal ?? this.abort.signal,
           expectations: this.expectations,
           events: env.events,
           now: this.now,
@@ -670,15 +677,40 @@ export class Controller<T extends KubeObject> {
         } else {
           queue.addRateLimited(key);
           this.observe("error", started);
+          const timedOut = deadline?.expired() === true;
+          if (timedOut) env.metrics?.timedOut();
+          else if (isProgrammingError(error)) env.metrics?.panicked();
           const retries = queue.retries(key);
-          const reason = error instanceof RetryableError ? error.reason : "ReconcileError";
+          const reason =
+            error instanceof RetryableError ? error.reason : timedOut ? "ReconcileTimeout" : "ReconcileError";
           log.error({ err: redactError(error), reason, retries }, "reconcile failed; retrying with backoff");
           await this.recordFailure(object, reason, (error as Error).message ?? String(error), log);
         }
       } finally {
+        deadline?.clear();
         span.end();
       }
     });
+  }
+
+  /**
+   * The signal of one reconcile with a timeout: the controller's, aborted also when the timeout
+   * passes. Like controller-runtime's context deadline, the reconciler must heed it: the key stays
+   * taken until the reconcile returns, so one key never runs twice at once.
+   */
+  private deadline(): { signal: AbortSignal; expired(): boolean; clear(): void } | undefined {
+    const timeoutMs = this.spec.reconcileTimeoutMs;
+    if (timeoutMs === undefined) return undefined;
+    const clock = this.spec.clock ?? systemClock;
+    const expiry = new AbortController();
+    const timer = clock.setTimeout(() => {
+      expiry.abort(new Error(`reconcile ran past its timeout of ${timeoutMs} ms (reconcileTimeout)`));
+    }, timeoutMs);
+    return {
+      signal: AbortSignal.any([this.abort.signal, expiry.signal]),
+      expired: () => expiry.signal.aborted,
+      clear: () => clock.clearTimeout(timer),
+    };
   }
 
   /**
@@ -803,4 +835,18 @@ function requestOf(object: KubeObject): Request {
 function toArray(value: Request[] | Request | undefined): Request[] {
   if (!value) return [];
   return Array.isArray(value) ? value : [value];
+}
+
+/**
+ * Errors the engine throws for a bug in the code (reading a property of undefined, calling what is
+ * not a function, unbounded recursion, bad JSON handed to `JSON.parse`): what a panic is in Go, so
+ * they count in `controller_runtime_reconcile_panics_total` as controller-runtime's recovered panics do.
+ */
+function isProgrammingError(error: unknown): boolean {
+  return (
+    error instanceof TypeError ||
+    error instanceof ReferenceError ||
+    error instanceof RangeError ||
+    error instanceof SyntaxError
+  );
 }

@@ -5,6 +5,7 @@ import type { Client, RequestOptions } from "../client/index.js";
 import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
 import { Lease as Leases } from "../k8s/index.js";
 import { microTime } from "../resources/index.js";
+import { sleep } from "../util/index.js";
 
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease: client-go's algorithm
@@ -280,7 +281,7 @@ export class LeaderElector {
         this.startLeading(stop, sentAt);
         return true;
       }
-      await sleep(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), stop);
+      await pause(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), stop);
     }
     return false;
   }
@@ -290,7 +291,7 @@ export class LeaderElector {
     const leadership = this.leadership?.signal;
     if (!leadership) return;
     while (this.leading) {
-      await sleep(this.retryPeriodMs, leadership);
+      await pause(this.retryPeriodMs, leadership);
       if (!this.leading) return;
       const sentAt = performance.now();
       try {
@@ -600,16 +601,7 @@ function describeError(error: Error): string {
   return error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
 }
 
-/** Waits `ms`, or less if `signal` aborts; never rejects. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
+/** Waits `ms`, or less if `signal` aborts; never rejects: the loops check their signal themselves. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return sleep(ms, signal).catch(() => undefined);
 }

@@ -604,6 +604,8 @@ export class Manager {
       queue,
       reconciled: (result, seconds) =>
         metrics.reconciled(result === "terminal" ? "terminal_error" : result, seconds),
+      panicked: () => metrics.panicked(),
+      timedOut: () => metrics.timedOut(),
       activeWorkers: (delta) => {
         active += delta;
         metrics.workers(active);

@@ -15,6 +15,8 @@ import type { LeaderElectionMetrics } from "./leader-election.js";
  * | `controller_runtime_reconcile_total` | `controller`, `result` | {@link ControllerMetricSeries.reconciled} |
  * | `controller_runtime_reconcile_errors_total` | `controller` | `reconciled("error" \| "terminal_error")` |
  * | `controller_runtime_terminal_reconcile_errors_total` | `controller` | `reconciled("terminal_error")` |
+ * | `controller_runtime_reconcile_panics_total` | `controller` | {@link ControllerMetricSeries.panicked} |
+ * | `controller_runtime_reconcile_timeouts_total` | `controller` | {@link ControllerMetricSeries.timedOut} |
  * | `controller_runtime_reconcile_time_seconds` | `controller` | `reconciled(…, seconds)` |
  * | `controller_runtime_max_concurrent_reconciles` | `controller` | {@link ControllerMetricSeries.maxConcurrent} |
  * | `controller_runtime_active_workers` | `controller` | {@link ControllerMetricSeries.workers} |
@@ -51,11 +53,7 @@ export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_af
  */
 export type ReconcileOutcome = ReconcileResultLabel | "terminal_error";
 
-/**
- * The Prometheus series of one controller; from {@link Metrics.controller}. Panics and timeouts
- * (controller-runtime's `reconcile_panics_total`, `reconcile_timeouts_total`) are not counted: a
- * reconciler's throw is an error here, and a reconcile has no timeout of its own.
- */
+/** The Prometheus series of one controller; from {@link Metrics.controller}. */
 export interface ControllerMetricSeries {
   readonly name: string;
   /**
@@ -63,6 +61,13 @@ export interface ControllerMetricSeries {
    * also in `…_terminal_reconcile_errors_total`) and observes its duration in seconds.
    */
   reconciled(outcome: ReconcileOutcome, seconds: number): void;
+  /**
+   * The reconciler hit a programming error (what a panic is in Go: a `TypeError`, `ReferenceError`,
+   * `RangeError` or `SyntaxError`). Reported with `reconciled("error")`, as controller-runtime does.
+   */
+  panicked(): void;
+  /** The reconcile ran past the controller's `reconcileTimeout` and failed. Also reported as an error. */
+  timedOut(): void;
   /** `controller_runtime_active_workers`: workers busy reconciling now. */
   workers(active: number): void;
   /** `controller_runtime_max_concurrent_reconciles`: the controller's worker count. */
@@ -140,6 +145,8 @@ export class Metrics implements MetricsSource {
   private readonly reconcileTotal: Counter<"controller" | "result">;
   private readonly reconcileErrors: Counter<"controller">;
   private readonly terminalReconcileErrors: Counter<"controller">;
+  private readonly reconcilePanics: Counter<"controller">;
+  private readonly reconcileTimeouts: Counter<"controller">;
   private readonly reconcileTime: Histogram<"controller">;
   private readonly maxConcurrentReconciles: Gauge<"controller">;
   private readonly activeWorkers: Gauge<"controller">;
@@ -187,6 +194,18 @@ export class Metrics implements MetricsSource {
     this.terminalReconcileErrors = new Counter({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.reconcilePanics = new Counter({
+      name: "controller_runtime_reconcile_panics_total",
+      help: "Total number of reconciliation panics per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.reconcileTimeouts = new Counter({
+      name: "controller_runtime_reconcile_timeouts_total",
+      help: "Total number of reconciliation timeouts per controller",
       labelNames: ["controller"],
       registers,
     });
@@ -393,10 +412,12 @@ export class Metrics implements MetricsSource {
     } satisfies Record<ReconcileResultLabel, unknown>;
     const errors = this.reconcileErrors.labels(labels);
     const terminal = this.terminalReconcileErrors.labels(labels);
+    const panics = this.reconcilePanics.labels(labels);
+    const timeouts = this.reconcileTimeouts.labels(labels);
     const time = this.reconcileTime.labels(labels);
     const max = this.maxConcurrentReconciles.labels(labels);
     const active = this.activeWorkers.labels(labels);
-    for (const counter of [...Object.values(total), errors, terminal]) counter.inc(0);
+    for (const counter of [...Object.values(total), errors, terminal, panics, timeouts]) counter.inc(0);
     active.set(0);
     const metrics: ControllerMetricSeries = {
       name,
@@ -410,6 +431,8 @@ export class Metrics implements MetricsSource {
         }
         time.observe(seconds);
       },
+      panicked: () => panics.inc(),
+      timedOut: () => timeouts.inc(),
       workers: (count) => active.set(count),
       maxConcurrent: (count) => max.set(count),
     };

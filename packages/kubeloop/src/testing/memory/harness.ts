@@ -91,6 +91,8 @@ export class ReconcileHarness<T extends KubeObject> {
       reconciled: (result) => {
         if (harness) harness.lastResult = result === "requeue" ? "requeue_after" : result;
       },
+      panicked: () => undefined,
+      timedOut: () => undefined,
       activeWorkers: () => undefined,
       maxConcurrent: () => undefined,
     };
