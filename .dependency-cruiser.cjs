@@ -56,10 +56,11 @@ module.exports = {
     },
     {
       name: "index-only",
-      comment: "from outside a layer, import only its index.ts (what it chose to export)",
+      comment:
+        "from outside a layer, import only its index.ts (what it chose to export) or its internal.ts (names for other layers, not users)",
       severity: "error",
       from: { path: `${SRC}([^/]+)/` },
-      to: { path: `${SRC}[^/]+/.`, pathNot: [`${SRC}$1/`, `${SRC}[^/]+/index\\.ts$`] },
+      to: { path: `${SRC}[^/]+/.`, pathNot: [`${SRC}$1/`, `${SRC}[^/]+/(index|internal)\\.ts$`] },
     },
     {
       name: "index-only",

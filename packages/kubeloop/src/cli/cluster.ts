@@ -4,13 +4,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Client } from "../client/index.js";
-import {
-  type BinaryName,
-  ControlPlane,
-  ensureAssets,
-  isProcessAlive,
-  type Profile,
-} from "../testing/index.js";
+import { type BinaryName, ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
+import { isProcessAlive } from "../testing/internal.js";
 import { sleep } from "../util/index.js";
 import { CliError } from "./errors.js";
 

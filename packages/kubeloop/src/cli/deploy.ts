@@ -4,7 +4,7 @@ import type { Client, KubeObject } from "../client/index.js";
 import { NotFound } from "../client/index.js";
 import { Secret } from "../k8s/index.js";
 import { CertificateAuthority } from "../util/index.js";
-import { type ClientConfig, mapClientConfigs } from "../webhook/index.js";
+import { type ClientConfig, mapClientConfigs } from "../webhook/internal.js";
 import { applyAll, deleteAll, FIELD_MANAGER, isCrd, readConfig } from "./apply-manifests.js";
 import { CliError } from "./errors.js";
 import { refuseWhileObjectsExist } from "./install.js";

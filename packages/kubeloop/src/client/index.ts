@@ -35,7 +35,6 @@ export { Discovery, type ResourceInfo } from "./discovery.js";
 export {
   AlreadyExists,
   ApiError,
-  apiErrorFor,
   BadRequest,
   ConfigError,
   Conflict,

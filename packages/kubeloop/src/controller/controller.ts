@@ -6,7 +6,8 @@ import type { Client } from "../client/index.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
 import type { Clock, QueueMetrics } from "../queue/index.js";
 import { LOW_PRIORITY, systemClock, WorkQueue } from "../queue/index.js";
-import { type Condition, groupOf, redactError, redactSecrets, setCondition } from "../resources/index.js";
+import { type Condition, redactError, redactSecrets, setCondition } from "../resources/index.js";
+import { groupOf } from "../resources/internal.js";
 import { type AdaptiveConcurrency, type ApiPressure, adaptiveDefaults, decide } from "./adaptive-workers.js";
 import {
   type CacheReader,

@@ -1,5 +1,5 @@
 import type { ResourceType } from "../client/index.js";
-import { groupOf } from "../resources/index.js";
+import { groupOf } from "../resources/internal.js";
 
 /**
  * The least RBAC a set of controllers needs, derived from what they declare — not written by hand,

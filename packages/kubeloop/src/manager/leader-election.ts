@@ -4,7 +4,7 @@ import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.js";
 import type { Client, RequestOptions } from "../client/index.js";
 import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
 import { Lease as Leases } from "../k8s/index.js";
-import { microTime } from "../resources/index.js";
+import { microTime } from "../resources/internal.js";
 import { sleep } from "../util/index.js";
 
 /**

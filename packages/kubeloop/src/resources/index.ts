@@ -64,7 +64,6 @@ export {
   type EventRecorderOptions,
   type EventRecorderStats,
   type EventType,
-  microTime,
 } from "./events.js";
 export {
   addFinalizer,
@@ -75,7 +74,6 @@ export {
   isDeleting,
   removeFinalizer,
 } from "./finalizers.js";
-export { groupOf, versionOf } from "./identify.js";
 export {
   controllerOf,
   controllerReference,

@@ -81,7 +81,6 @@ export {
   PostgresServerError,
   type PostgresServerOptions,
 } from "./postgres.js";
-export { isProcessAlive } from "./process.js";
 export {
   findPrometheusBinary,
   type PrometheusAlert,

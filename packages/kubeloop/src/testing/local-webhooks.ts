@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClientConfig, mapClientConfigs } from "../webhook/index.js";
+import { type ClientConfig, mapClientConfigs } from "../webhook/internal.js";
 import { CertificateAuthority } from "./pki.js";
 import { freePorts } from "./ports.js";
 

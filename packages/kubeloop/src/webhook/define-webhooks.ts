@@ -1,6 +1,6 @@
 import type { KubeObject, ObjectOf, ResourceType } from "../client/index.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
-import { groupOf, versionOf } from "../resources/index.js";
+import { groupOf, versionOf } from "../resources/internal.js";
 import type { Converters, Defaulter, Validator } from "./server.js";
 
 /**

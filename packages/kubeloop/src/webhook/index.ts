@@ -10,11 +10,9 @@
  * ```
  */
 export {
-  type ClientConfig,
   defineWebhooks,
   isWebhookDefinition,
   type LabelSelector,
-  mapClientConfigs,
   type WebhookConfigurations,
   type WebhookDefinition,
   type WebhookParts,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:https";
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { KubeObject } from "../client/index.js";
-import { versionOf } from "../resources/index.js";
+import { versionOf } from "../resources/internal.js";
 import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";

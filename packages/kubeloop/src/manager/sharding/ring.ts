@@ -1,5 +1,5 @@
 import type { KubeObject } from "../../client/index.js";
-import { groupOf } from "../../resources/index.js";
+import { groupOf } from "../../resources/internal.js";
 
 /**
  * Which replica of a ring owns an object: rendezvous (highest-random-weight) hashing of the

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Informer, InformerRegistry, InformerView } from "../../cache/index.js";
 import type { Client, KubeObject, ResourceType } from "../../client/index.js";
 import { Lease as LeaseType } from "../../k8s/index.js";
-import { groupOf, microTime } from "../../resources/index.js";
+import { groupOf, microTime } from "../../resources/internal.js";
 import { drainLabel, ownerOf, RING_LABEL, shardKey, shardLabel } from "./ring.js";
 
 /**

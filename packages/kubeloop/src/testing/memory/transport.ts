@@ -5,7 +5,7 @@ import type {
   StreamRequest,
   StreamResponse,
 } from "../../client/index.js";
-import { apiErrorFor } from "../../client/index.js";
+import { apiErrorFor } from "../../client/internal.js";
 import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
 import type { UserInfo } from "./rbac.js";

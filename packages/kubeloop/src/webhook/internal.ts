@@ -1,0 +1,6 @@
+/**
+ * `webhook/`'s names for other kubeloop layers, not for users: no package entry point maps this file,
+ * so it is out of a user's reach, and the layering rule lets other layers import it like the index
+ * (docs/architecture.md).
+ */
+export { type ClientConfig, mapClientConfigs } from "./define-webhooks.js";
