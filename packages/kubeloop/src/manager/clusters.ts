@@ -10,36 +10,18 @@ import type { Controller, Request, Source } from "../controller/index.js";
 import { Secret } from "../k8s/index.js";
 import { sleep } from "../util/index.js";
 
-/**
- * Many clusters in one process: a {@link ClusterProvider} says which clusters exist (kubeconfig
- * files in a folder, Secrets holding kubeconfigs; added, changed and removed at runtime), and
- * {@link Clusters} keeps a client and an informer registry (a cache) per cluster, probes each one's
- * health, and runs a copy of each per-cluster controller against it (so a key is always a key *in
- * a cluster*: each cluster has its own queue, workers and cache, and one slow cluster cannot
- * starve another's queue). Any reconciler may write to any engaged cluster through
- * `clusters.get(name).client`: a hub object's reconcile can create children in member clusters.
- *
- * A cluster that stops answering (a kubeconfig whose server or credentials stopped working) is
- * found by the health probe, logged with the reason, and reported by `healthy: false`; the other
- * clusters carry on, and `changes()` wakes the hub's objects when it comes back. A removed cluster
- * is disengaged: its controllers stop, their queued keys are dropped, its caches and connections close.
- *
- * @example
- * ```ts
- * const clusters = new Clusters({ logger });
- * clusters.addControllers((cluster) => controller(Site).named("site").reconcile(reconcileSite)); // one per cluster
- * await clusters.start(kubeconfigFiles("/etc/members")); // a file per member: <name>.kubeconfig
- * // In a hub reconciler: write to every healthy member.
- * for (const member of clusters.list().filter((c) => c.healthy)) await member.client.apply(child, { fieldManager });
- * ```
- */
-
 /** Where clusters come from: calls `upsert` and `remove` as they come and go, until `signal` aborts. */
 export interface ClusterProvider {
+  /** Says where the clusters come from, for logs: "kubeconfig files in /etc/members". */
   readonly description: string;
+  /** Reports the clusters to `sink` as they come and go; resolves once `signal` aborts. */
   run(sink: ClusterSink, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * What a {@link ClusterProvider} reports to (a {@link Clusters}): implement it to drive clusters
+ * from something other than a provider, or to test a provider of your own.
+ */
 export interface ClusterSink {
   /** A cluster exists with this kubeconfig (new, or its kubeconfig changed). */
   upsert(name: string, kubeconfig: string): Promise<void>;
@@ -47,8 +29,11 @@ export interface ClusterSink {
   remove(name: string): Promise<void>;
 }
 
+/** One engaged cluster, as {@link Clusters.get} and per-cluster controller factories see it. */
 export interface Cluster {
+  /** The name its provider gave it: the kubeconfig file's name without extension, or the Secret's name. */
   readonly name: string;
+  /** A client for this cluster, with {@link ClustersOptions.clientOptions}. */
   readonly client: Client;
   /** This cluster's shared informers (its cache). */
   readonly registry: InformerRegistry;
@@ -65,7 +50,9 @@ export class ClusterNotFound extends Error {
   override name = "ClusterNotFound";
 }
 
+/** How {@link Clusters} logs, probes health, and connects to each cluster. */
 export interface ClustersOptions {
+  /** Where cluster changes, health and errors are logged (each cluster's controllers log with a `cluster` field). */
   logger: Logger;
   /** How often each cluster's API server is probed (`/readyz`). Default 5 s. */
   healthIntervalMs?: number;
@@ -89,6 +76,38 @@ interface Engaged extends Cluster {
   timer: NodeJS.Timeout | undefined;
 }
 
+/**
+ * Many clusters in one process: a {@link ClusterProvider} says which clusters exist (kubeconfig
+ * files in a folder, Secrets holding kubeconfigs; added, changed and removed at runtime), and
+ * {@link Clusters} keeps a client and an informer registry (a cache) per cluster, probes each one's
+ * health, and runs a copy of each per-cluster controller against it (so a key is always a key *in
+ * a cluster*: each cluster has its own queue, workers and cache, and one slow cluster cannot
+ * starve another's queue). Any reconciler may write to any engaged cluster through
+ * `clusters.get(name).client`: a hub object's reconcile can create children in member clusters.
+ *
+ * A cluster that stops answering (a kubeconfig whose server or credentials stopped working) is
+ * found by the health probe, logged with the reason, and reported by `healthy: false`; the other
+ * clusters carry on, and `changes()` wakes the hub's objects when it comes back. A removed cluster
+ * is disengaged: its controllers stop, their queued keys are dropped, its caches and connections close.
+ *
+ * @example
+ * ```ts
+ * import { pino } from "pino";
+ * import { controller, done } from "kubeloop/controller";
+ * import { ConfigMap } from "kubeloop/k8s";
+ * import { Clusters, kubeconfigFiles } from "kubeloop/manager";
+ *
+ * const clusters = new Clusters({ logger: pino() });
+ * // A copy per member cluster, each with its own queue, workers and cache.
+ * clusters.addControllers(() => controller(ConfigMap).named("settings").reconcile(async () => done()));
+ * await clusters.start(kubeconfigFiles("/etc/members")); // a file per member: <name>.kubeconfig
+ * // In a hub reconciler: write to every healthy member.
+ * const child = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" } };
+ * for (const member of clusters.list().filter((c) => c.healthy)) {
+ *   await member.client.apply(child, { fieldManager: "hub" });
+ * }
+ * ```
+ */
 export class Clusters implements ClusterSink {
   private readonly options: ClustersOptions;
   private readonly log: Logger;
@@ -126,6 +145,7 @@ export class Clusters implements ClusterSink {
     await Promise.all(this.chains.values());
   }
 
+  /** Stops the provider and disengages every cluster: their controllers, caches and connections. */
   async stop(): Promise<void> {
     this.abort?.abort();
     await this.running;
@@ -179,6 +199,7 @@ export class Clusters implements ClusterSink {
     };
   }
 
+  /** Engages a cluster, or reconnects it when its kubeconfig changed (providers call this). */
   upsert(name: string, kubeconfig: string): Promise<void> {
     return this.chain(name, async () => {
       const fingerprint = createHash("sha256").update(kubeconfig).digest("hex");
@@ -192,6 +213,7 @@ export class Clusters implements ClusterSink {
     });
   }
 
+  /** Disengages a cluster (providers call this). */
   remove(name: string): Promise<void> {
     return this.chain(name, async () => {
       const current = this.engaged.get(name);

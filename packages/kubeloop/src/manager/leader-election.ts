@@ -85,6 +85,7 @@ export type StoppedLeading = { lost: false } | { lost: true; error: LeadershipLo
 
 /** The Lease to campaign for, the timings (client-go's), and the callbacks on gaining and losing it. */
 export interface LeaderElectorOptions {
+  /** The client that reads and writes the Lease; it needs get, create and update on leases. */
   client: Client;
   /** The Lease's name, e.g. `nginx-operator` (controller-runtime's `LeaderElectionID`). */
   id: string;

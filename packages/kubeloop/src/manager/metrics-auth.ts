@@ -34,9 +34,13 @@ export type MetricsAccess =
 
 /** How long TokenReview and SubjectAccessReview answers are cached, and how long a review may take. */
 export interface MetricsAuthOptions {
+  /** How long a token's TokenReview answer is reused. Default {@link TOKEN_REVIEW_TTL_MS} (1 minute). */
   tokenTtlMs?: number;
+  /** How long an allowing SubjectAccessReview is reused. Default {@link ALLOW_TTL_MS} (5 minutes). */
   allowTtlMs?: number;
+  /** How long a denial is reused: how soon a new RoleBinding takes effect. Default {@link DENY_TTL_MS} (30 s). */
   denyTtlMs?: number;
+  /** How long one review may take before the scrape gets a 500. Default {@link REVIEW_TIMEOUT_MS} (10 s). */
   reviewTimeoutMs?: number;
   /** The clock of the caches (tests). */
   now?: () => number;

@@ -9,31 +9,6 @@ import { type Clock, systemClock, TokenBucket } from "../util/index.js";
 import { InvalidEvent } from "./errors.js";
 import { isQualifiedName } from "./names.js";
 
-/**
- * An event recorder for events.k8s.io/v1 Events: what `kubectl describe` and `kubectl events` show
- * users about their objects.
- *
- * How it writes, and why (client-go's `tools/events` is the model; where it differs, it says so):
- * - `event()` returns at once and never throws: writes happen in the background, and a failure
- *   (Forbidden, server down, an invalid event) goes to `onError`. An event is a courtesy to
- *   users; it must never fail or slow a reconcile.
- * - **Series.** The first occurrence of an event creates an Event. Repeats of the same event
- *   (same object, type, reason, action, note and related object) within
- *   {@link DEFAULT_SERIES_WINDOW_MS} of the previous one are counted in memory and written as the
- *   Event's `series` (`count`, `lastObservedTime`) by a merge patch, at most once per
- *   {@link DEFAULT_FLUSH_INTERVAL_MS} per series. A controller that retries every second for an hour
- *   writes ~120 patches to one Event, not 3600 Events. client-go patches on the 2nd occurrence, then
- *   only every 30 minutes (and when the series ends); we write sooner, so `series.count` in
- *   `kubectl describe` is at most 30 s behind, at one small patch per busy series per 30 s.
- *   The key leaves out the object's resourceVersion (client-go keeps it), so a series survives
- *   the object's own updates, which are what a controller's retries usually cause.
- * - **Rate limit.** A token bucket per regarding object ({@link DEFAULT_EVENT_BURST} Events, then one
- *   per {@link DEFAULT_EVENT_REFILL_MS}; client-go's EventSourceObjectSpamFilter numbers) limits new
- *   Events; repeats folded into a series are not charged, since they cost no new object. Events
- *   over the limit are dropped and counted in `stats.dropped`.
- * - `flush()` writes every pending create and series count; `close()` flushes and stops.
- */
-
 /** Events per object before the limit applies: client-go's spam filter burst. */
 export const DEFAULT_EVENT_BURST = 25;
 /** One more Event per object every 5 minutes once the burst is spent (client-go: qps 1/300). */
@@ -114,6 +89,29 @@ interface Series {
 }
 
 /**
+ * An event recorder for events.k8s.io/v1 Events: what `kubectl describe` and `kubectl events` show
+ * users about their objects.
+ *
+ * How it writes, and why (client-go's `tools/events` is the model; where it differs, it says so):
+ * - `event()` returns at once and never throws: writes happen in the background, and a failure
+ *   (Forbidden, server down, an invalid event) goes to `onError`. An event is a courtesy to
+ *   users; it must never fail or slow a reconcile.
+ * - **Series.** The first occurrence of an event creates an Event. Repeats of the same event
+ *   (same object, type, reason, action, note and related object) within
+ *   {@link DEFAULT_SERIES_WINDOW_MS} of the previous one are counted in memory and written as the
+ *   Event's `series` (`count`, `lastObservedTime`) by a merge patch, at most once per
+ *   {@link DEFAULT_FLUSH_INTERVAL_MS} per series. A controller that retries every second for an hour
+ *   writes ~120 patches to one Event, not 3600 Events. client-go patches on the 2nd occurrence, then
+ *   only every 30 minutes (and when the series ends); we write sooner, so `series.count` in
+ *   `kubectl describe` is at most 30 s behind, at one small patch per busy series per 30 s.
+ *   The key leaves out the object's resourceVersion (client-go keeps it), so a series survives
+ *   the object's own updates, which are what a controller's retries usually cause.
+ * - **Rate limit.** A token bucket per regarding object ({@link DEFAULT_EVENT_BURST} Events, then one
+ *   per {@link DEFAULT_EVENT_REFILL_MS}; client-go's EventSourceObjectSpamFilter numbers) limits new
+ *   Events; repeats folded into a series are not charged, since they cost no new object. Events
+ *   over the limit are dropped and counted in `stats.dropped`.
+ * - `flush()` writes every pending create and series count; `close()` flushes and stops.
+ *
  * @example
  * ```ts
  * const recorder = new EventRecorder(client, { reportingController: "example.com/widgets" });
@@ -122,7 +120,9 @@ interface Series {
  * ```
  */
 export class EventRecorder {
+  /** {@link EventRecorderOptions.reportingController}: written to every Event. */
   readonly reportingController: string;
+  /** {@link EventRecorderOptions.reportingInstance}, or its default: written to every Event. */
   readonly reportingInstance: string;
   private readonly client: Client;
   /** The controller's name, cut to the 128 characters a field manager may have. */
@@ -211,6 +211,7 @@ export class EventRecorder {
     return this.closed;
   }
 
+  /** `close()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

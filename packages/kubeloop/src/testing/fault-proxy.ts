@@ -34,9 +34,11 @@ import { sleep, TokenBucket } from "../util/index.js";
  * ```
  */
 export interface FaultProxy {
+  /** The loopback port it listens on. */
   readonly port: number;
   /** `https://127.0.0.1:<port>`: the server address to give the client. */
   readonly url: string;
+  /** Connections and bytes so far: proof that a client reconnected, or that traffic flowed. */
   readonly stats: FaultProxyStats;
   /** Resets (RST) every open connection. */
   reset(): void;
@@ -54,6 +56,7 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
+/** What passed through a {@link FaultProxy}, live (read it again for new values). */
 export interface FaultProxyStats {
   /** Connections accepted since start. */
   readonly accepted: number;
@@ -63,6 +66,7 @@ export interface FaultProxyStats {
   readonly bytes: number;
 }
 
+/** Where a {@link FaultProxy} forwards to. */
 export interface FaultProxyOptions {
   /** Where to forward: a URL (`https://127.0.0.1:6443`) or host and port. */
   target: URL | { host: string; port: number };
@@ -71,6 +75,24 @@ export interface FaultProxyOptions {
 /** A direction's queue is paused above this, so a slowed direction does not buffer without bound. */
 const HIGH_WATER_BYTES = 1 << 20;
 
+/**
+ * Starts a {@link FaultProxy} in front of `target` on a free loopback port, passing bytes through
+ * untouched until a test injects a fault: how to show that a client survives a reset, a half-open
+ * connection or a refused port, which a healthy local server never produces.
+ *
+ * @example
+ * ```ts
+ * import { ControlPlane, startFaultProxy } from "kubeloop/testing";
+ *
+ * const plane = await new ControlPlane().start();
+ * const proxy = await startFaultProxy({ target: new URL(plane.server) });
+ * const before = proxy.stats.accepted;
+ * proxy.reset(); // every open connection gets an RST
+ * // ... a client pointed at proxy.url must reconnect: proxy.stats.accepted > before ...
+ * await proxy.close();
+ * await plane.stop();
+ * ```
+ */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
   const target =
     options.target instanceof URL

@@ -2,11 +2,13 @@ import { spawn } from "node:child_process";
 
 /** What a kubectl run printed. */
 export interface KubectlResult {
+  /** The exit code; null when kubectl was killed (the timeout). */
   code: number | null;
   stdout: string;
   stderr: string;
 }
 
+/** Which cluster {@link kubectl} talks to, and how it runs. */
 export interface KubectlOptions {
   /** The kubeconfig to use (e.g. `plane.kubeconfigPath`). */
   kubeconfig: string;
@@ -14,6 +16,7 @@ export interface KubectlOptions {
   input?: string;
   /** The kubectl binary. Default: `$KUBECTL`, else `kubectl` on PATH. */
   binary?: string;
+  /** kubectl is killed (SIGTERM) after this long; the result then has `code: null`. Default 60 s. */
   timeoutMs?: number;
 }
 

@@ -38,6 +38,10 @@ export type PodSelector =
   /** Pods with this label; with `value`, only when the label has that value. */
   | { label: string; value?: string };
 
+/**
+ * How the pods a selector picks misbehave, for `ControlPlaneOptions.podBehaviours`: the rollout
+ * failures an operator must report (never Ready, crash-looping, slow to start).
+ */
 export type PodBehaviour =
   /** Running, containers started, but Ready=False forever: a readiness probe that never passes. */
   | { pods: PodSelector; behaviour: "never-ready" }

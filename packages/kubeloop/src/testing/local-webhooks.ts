@@ -24,6 +24,7 @@ export interface LocalWebhookServing {
   readonly certDir: string;
   /** Base64 PEM of the CA, as `caBundle` fields want it. */
   readonly caBundle: string;
+  /** The port the webhook server must listen on (the URLs `rewrite()` writes name it). */
   readonly port: number;
   /** Copies of the objects with every webhook Service reference turned into the local URL. */
   rewrite<T extends object>(objects: readonly T[]): T[];
@@ -31,6 +32,25 @@ export interface LocalWebhookServing {
   dispose(): void;
 }
 
+/**
+ * Makes the certificates and URL rewriting for serving webhooks from this process to a local API
+ * server (see {@link LocalWebhookServing}), on `port` or a free one. The manifests in config/ stay
+ * as they ship: only the copies installed in the test cluster point at this machine.
+ *
+ * @example
+ * ```ts
+ * import { Manager } from "kubeloop";
+ * import { ControlPlane, localWebhookServing, readCrds } from "kubeloop/testing";
+ *
+ * const plane = await new ControlPlane().start();
+ * const serving = await localWebhookServing();
+ * await plane.installCrdObjects(serving.rewrite(readCrds(["config/crd"]))); // conversion calls come here
+ * const manager = new Manager({
+ *   kubeconfig: plane.kubeconfigPath,
+ *   webhooks: { certDir: serving.certDir, port: serving.port },
+ * });
+ * ```
+ */
 export async function localWebhookServing(options: { port?: number } = {}): Promise<LocalWebhookServing> {
   const port = options.port ?? (await freePorts(1))[0];
   if (port === undefined) throw new Error("no free port for the webhook server");

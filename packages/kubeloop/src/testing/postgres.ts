@@ -6,30 +6,7 @@ import { quoteLog } from "./errors.js";
 import { freePorts } from "./ports.js";
 import { ProcessGroup, tempDir } from "./process.js";
 
-/**
- * A real PostgreSQL server on loopback, for tests of operators that manage databases: `initdb` in a
- * temporary folder, a free port on 127.0.0.1, password (SCRAM) authentication for an admin role,
- * and the same guarantees as the control plane: `stop()` ends it and removes its files, and so do
- * an exception, `process.exit()`, a signal, and (through a watchdog) a SIGKILL of the owner.
- *
- * The binaries are the machine's PostgreSQL (Debian's `postgresql` and `postgresql-client`
- * packages, which `npm test` installs when they are missing), not an npm package: the npm builds
- * ship only the server (`postgres`, `initdb`, `pg_ctl`), and an operator that backs databases up
- * needs `pg_dump` and `pg_restore` of the same major version, which Debian ships beside it.
- *
- * @example
- * ```ts
- * import { PostgresServer } from "kubeloop/testing";
- *
- * const pg = await new PostgresServer().start();
- * try {
- *   const version = await pg.psql("select version()"); // your code connects with pg.url
- * } finally {
- *   await pg.stop();
- * }
- * ```
- */
-
+/** How a {@link PostgresServer} is set up; every field has a default. */
 export interface PostgresServerOptions {
   /** The folder with `postgres`, `initdb`, `pg_dump`, `pg_restore` and `psql`. Default: see {@link locatePostgres}. */
   binDir?: string;
@@ -109,8 +86,33 @@ function versionedDirs(parent: string, path: (name: string) => string, pattern =
     .map((entry) => path(entry.name));
 }
 
+/**
+ * A real PostgreSQL server on loopback, for tests of operators that manage databases: `initdb` in a
+ * temporary folder, a free port on 127.0.0.1, password (SCRAM) authentication for an admin role,
+ * and the same guarantees as the control plane: `stop()` ends it and removes its files, and so do
+ * an exception, `process.exit()`, a signal, and (through a watchdog) a SIGKILL of the owner.
+ *
+ * The binaries are the machine's PostgreSQL (Debian's `postgresql` and `postgresql-client`
+ * packages, which `npm test` installs when they are missing), not an npm package: the npm builds
+ * ship only the server (`postgres`, `initdb`, `pg_ctl`), and an operator that backs databases up
+ * needs `pg_dump` and `pg_restore` of the same major version, which Debian ships beside it.
+ *
+ * @example
+ * ```ts
+ * import { PostgresServer } from "kubeloop/testing";
+ *
+ * const pg = await new PostgresServer().start();
+ * try {
+ *   const version = await pg.psql("select version()"); // your code connects to pg.url()
+ * } finally {
+ *   await pg.stop();
+ * }
+ * ```
+ */
 export class PostgresServer {
+  /** The admin role (a superuser): {@link PostgresServerOptions.user}. */
   readonly user: string;
+  /** The admin role's password: {@link PostgresServerOptions.password}, or a random one. */
   readonly password: string;
   private readonly options: PostgresServerOptions;
   private bin: string | undefined;
@@ -132,10 +134,12 @@ export class PostgresServer {
     return this.require(this.bin, "binDir");
   }
 
+  /** `127.0.0.1`: the server listens on loopback only. */
   get host(): string {
     return HOST;
   }
 
+  /** The free port it was started on. */
   get port(): number {
     return this.require(this.portNumber, "port");
   }
@@ -204,6 +208,7 @@ export class PostgresServer {
     await this.group?.close();
   }
 
+  /** `stop()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

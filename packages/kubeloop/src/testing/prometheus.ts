@@ -5,31 +5,6 @@ import { stringify } from "yaml";
 import { freePorts } from "./ports.js";
 import { type ManagedProcess, ProcessGroup, tempDir } from "./process.js";
 
-/**
- * A real Prometheus for tests of alerting rules and scrapes: `promtool` to check and unit-test
- * rules, and a server on a free loopback port with its data in a temporary folder, stopped (files
- * removed) by `stop()`, an exception, `process.exit()`, a signal, or — through a watchdog — a
- * SIGKILL of its owner. The binaries are the machine's (Debian's `prometheus` package, which
- * `npm test` installs when missing and it runs as root), found on PATH or through `$PROMTOOL` and
- * `$PROMETHEUS`.
- *
- * @example
- * ```ts
- * import { PrometheusServer, promtool } from "kubeloop/testing";
- *
- * expect(promtool(["check", "rules", "alerts.yaml"]).code).toBe(0);
- * const prometheus = await new PrometheusServer({
- *   scrapeConfigs: [{ job_name: "op", static_configs: [{ targets: ["127.0.0.1:8080"] }] }],
- *   ruleGroups: [{ name: "op", rules: [{ alert: "Down", expr: "up == 0" }] }],
- * }).start();
- * try {
- *   const [up, alerts] = [await prometheus.query("up"), await prometheus.alerts()];
- * } finally {
- *   await prometheus.stop();
- * }
- * ```
- */
-
 /** Prometheus' binaries are missing, or the server could not start. */
 export class PrometheusError extends Error {
   override readonly name = "PrometheusError";
@@ -56,7 +31,9 @@ export function findPrometheusBinary(name: "promtool" | "prometheus"): string {
   throw new PrometheusError(`${name} is not on PATH. ${INSTALL_HINT}`);
 }
 
+/** What a {@link promtool} run printed; it does not throw on a non-zero exit. */
 export interface PromtoolResult {
+  /** The exit code: 0 when the rules are valid and their unit tests pass. */
   code: number;
   stdout: string;
   stderr: string;
@@ -72,6 +49,7 @@ export function promtool(args: string[], options: { cwd?: string } = {}): Promto
   return { code: result.status ?? 1, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** What a {@link PrometheusServer} scrapes and evaluates; written to its prometheus.yml and rules.yml. */
 export interface PrometheusServerOptions {
   /** `scrape_configs` of prometheus.yml, as objects (written as YAML); files they name must exist. */
   scrapeConfigs?: object[];
@@ -102,6 +80,30 @@ export interface PrometheusSample {
   value: [number, string];
 }
 
+/**
+ * A real Prometheus for tests of alerting rules and scrapes: `promtool` to check and unit-test
+ * rules, and a server on a free loopback port with its data in a temporary folder, stopped (files
+ * removed) by `stop()`, an exception, `process.exit()`, a signal, or — through a watchdog — a
+ * SIGKILL of its owner. The binaries are the machine's (Debian's `prometheus` package, which
+ * `npm test` installs when missing and it runs as root), found on PATH or through `$PROMTOOL` and
+ * `$PROMETHEUS`.
+ *
+ * @example
+ * ```ts
+ * import { PrometheusServer, promtool } from "kubeloop/testing";
+ *
+ * expect(promtool(["check", "rules", "alerts.yaml"]).code).toBe(0);
+ * const prometheus = await new PrometheusServer({
+ *   scrapeConfigs: [{ job_name: "op", static_configs: [{ targets: ["127.0.0.1:8080"] }] }],
+ *   ruleGroups: [{ name: "op", rules: [{ alert: "Down", expr: "up == 0" }] }],
+ * }).start();
+ * try {
+ *   const [up, alerts] = [await prometheus.query("up"), await prometheus.alerts()];
+ * } finally {
+ *   await prometheus.stop();
+ * }
+ * ```
+ */
 export class PrometheusServer {
   private readonly options: PrometheusServerOptions;
   private dirPath: string | undefined;
@@ -125,6 +127,7 @@ export class PrometheusServer {
     return this.dirPath;
   }
 
+  /** Writes the configuration, runs the server, and resolves once it answers `/-/ready`. */
   async start(): Promise<this> {
     if (this.dirPath) throw new PrometheusError("This Prometheus server was already started");
     const binary = findPrometheusBinary("prometheus");
@@ -210,6 +213,7 @@ export class PrometheusServer {
     await this.group?.close();
   }
 
+  /** `stop()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

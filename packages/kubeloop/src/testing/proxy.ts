@@ -19,6 +19,7 @@ import { connect, createServer, type Socket } from "node:net";
  * ```
  */
 export interface TunnelProxy {
+  /** The loopback port both protocols share. */
   readonly port: number;
   /** `http://127.0.0.1:<port>`, for `proxy-url` or `HTTPS_PROXY`. */
   readonly httpUrl: string;
@@ -34,6 +35,7 @@ export interface TunnelProxy {
   close(): Promise<void>;
 }
 
+/** What a {@link TunnelProxy} resolves and whom it lets through; by default any client, names by DNS. */
 export interface TunnelProxyOptions {
   /** Names the proxy resolves itself, e.g. `{ "api.internal": "127.0.0.1" }`. */
   hosts?: Record<string, string>;
@@ -44,6 +46,25 @@ export interface TunnelProxyOptions {
   auth?: { username: string; password: string };
 }
 
+/**
+ * Starts a {@link TunnelProxy} on a free loopback port: how to test that a client reaches a cluster
+ * through `proxy-url` or `HTTPS_PROXY` (HTTP CONNECT or SOCKS5), as users behind a corporate proxy
+ * or a bastion do, and that it sends the proxy's credentials.
+ *
+ * @example
+ * ```ts
+ * import { startTunnelProxy } from "kubeloop/testing";
+ *
+ * const proxy = await startTunnelProxy({
+ *   hosts: { "api.internal": "127.0.0.1" }, // a name only the proxy resolves: no way around it
+ *   auth: { username: "ops", password: "s3cret" },
+ * });
+ * // a kubeconfig with server https://api.internal:<port> and proxy-url proxy.httpUrl
+ * // (http://ops:s3cret@127.0.0.1:<port>); connect a client and list something ...
+ * const wentThrough = proxy.tunnels.length > 0 && proxy.refused === 0;
+ * await proxy.close();
+ * ```
+ */
 export async function startTunnelProxy(options: TunnelProxyOptions = {}): Promise<TunnelProxy> {
   const sockets = new Set<Socket>();
   const tunnels: string[] = [];

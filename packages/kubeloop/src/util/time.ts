@@ -31,6 +31,7 @@ export function sleep(ms: number, signal?: AbortSignal, clock: Clock = systemClo
 /** How envtest and client-go's test helpers poll: every 100 ms. */
 export const DEFAULT_POLL_INTERVAL_MS = 100;
 
+/** How long {@link pollUntil} waits, how often it looks, and what stops it early. */
 export interface PollOptions {
   /** How long to keep looking before giving up with a {@link PollTimeoutError}. */
   timeoutMs: number;

@@ -10,7 +10,9 @@ import { join } from "node:path";
 
 /** A PEM certificate (chain) and its private key, as `tls.createSecureContext` takes them. */
 export interface ServingCertificate {
+  /** The certificate chain, PEM. */
   cert: string;
+  /** Its private key, PEM. */
   key: string;
 }
 

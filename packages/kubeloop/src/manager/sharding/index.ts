@@ -32,8 +32,11 @@ export interface ShardingOptions {
   namespace?: string;
   /** Run for the sharder role too (one replica holds it). Default true; false when an external sharder writes the labels. */
   sharder?: boolean;
+  /** The duration of this replica's shard Lease and of the sharder Lease. Default 15 s (client-go's). */
   leaseDurationMs?: number;
+  /** How long a replica tries to renew a Lease before it gives it up. Default 10 s. */
   renewDeadlineMs?: number;
+  /** The pause between two tries to acquire or renew. Default 2 s. */
   retryPeriodMs?: number;
 }
 

@@ -28,9 +28,13 @@ import { drainLabel, ownerOf, RING_LABEL, shardKey, shardLabel } from "./ring.js
  */
 
 export interface SharderOptions {
+  /** Writes the shard labels and deletes dead shards' Leases. */
   client: Client;
+  /** The informers it reads the objects from (the manager's). */
   registry: InformerRegistry;
+  /** Where moves, fenced shards and clock skew are logged. */
   logger: Logger;
+  /** The ring's name, as in {@link ShardingOptions.ring}. */
   ring: string;
   /** Where the shard Leases live. */
   namespace: string;
@@ -52,7 +56,9 @@ export interface SharderOptions {
 
 /** A type the sharder labels, in the namespaces its controller watches (`undefined`: all). */
 export interface ShardedType {
+  /** The resource, as `defineResource` or kubeloop/k8s gives it. */
   type: ResourceType;
+  /** The namespaces its controller watches; `undefined` for all. */
   namespaces: readonly string[] | undefined;
 }
 

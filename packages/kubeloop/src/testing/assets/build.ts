@@ -41,9 +41,13 @@ export interface BuildOptions {
 /** What `build-info.json` beside a component's binaries records. */
 export interface BuildInfo {
   component: ComponentName;
+  /** The component's version, e.g. `1.36.4` for `kubernetes`. */
   version: string;
+  /** The Go version that built it, e.g. `1.26.8`. */
   go: string;
+  /** When, as an ISO 8601 time. */
   builtAt: string;
+  /** How long the build took. */
   seconds: number;
   /** Each binary's own `--version` output, as proof it runs. */
   versions: Record<string, string>;
@@ -58,6 +62,19 @@ export function isInstalled(root: string, spec: ComponentSpec): boolean {
   return existsSync(join(dir, BUILD_INFO)) && spec.binaries.every((binary) => existsSync(join(dir, binary)));
 }
 
+/**
+ * The build record of a component installed under `root` (which version, which Go, when, how long),
+ * or undefined when it is not built yet: what `kubeloop assets` prints, and how a CI cache step can
+ * tell whether its cache holds the pinned versions.
+ *
+ * @example
+ * ```ts
+ * import { COMPONENTS, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing";
+ *
+ * const info = readBuildInfo(defaultAssetsRoot(), COMPONENTS.etcd);
+ * if (info?.version !== COMPONENTS.etcd.version) throw new Error("etcd is not built yet: run `npx kubeloop assets build`");
+ * ```
+ */
 export function readBuildInfo(root: string, spec: ComponentSpec): BuildInfo | undefined {
   const path = join(componentDir(root, spec), BUILD_INFO);
   if (!existsSync(path)) return undefined;

@@ -38,6 +38,7 @@ export {
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";
 
+/** Where {@link ensureAssets} looks for binaries ({@link AssetSources}) and how it builds missing ones ({@link BuildOptions}). */
 export interface EnsureAssetsOptions extends AssetSources, BuildOptions {
   /**
    * Build what is missing (default). When false, a missing binary is an error that says how to get
@@ -46,7 +47,9 @@ export interface EnsureAssetsOptions extends AssetSources, BuildOptions {
   build?: boolean;
 }
 
+/** What {@link ensureAssets} found: the path of each binary asked for. */
 export interface ResolvedAssets {
+  /** Each needed binary's absolute path. */
   binaries: Partial<Record<BinaryName, string>>;
   /** The kwok stages file, when kwok was asked for. */
   kwokStages?: string;

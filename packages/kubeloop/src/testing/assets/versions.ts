@@ -12,7 +12,9 @@ import { AssetsError } from "../errors.js";
  * why that one (what managed services still run, and what the client needs from the server).
  */
 export const KUBERNETES_VERSION = "1.36.4";
+/** The etcd every supported Kubernetes version runs on (see {@link componentsFor}). */
 export const ETCD_VERSION = "3.6.16";
+/** The kwok that fakes the `cluster` profile's nodes and pods, for every supported Kubernetes version. */
 export const KWOK_VERSION = "0.8.0";
 
 /**

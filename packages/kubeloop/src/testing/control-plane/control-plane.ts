@@ -80,6 +80,7 @@ interface Attempt {
  * ```
  */
 export class ControlPlane {
+  /** Which components run: see {@link Profile}. */
   readonly profile: Profile;
   /** Started with `hardened: true`. */
   readonly hardened: boolean;
@@ -278,6 +279,7 @@ export class ControlPlane {
     this.attempt?.admin.close();
   }
 
+  /** `stop()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

@@ -5,8 +5,15 @@ import type { ComponentName } from "./component.js";
 /** What a `ControlPlane` is started with, and what it tells about itself; defaults beside the options. */
 
 export type { ComponentName } from "./component.js";
+
+/**
+ * Which components a `ControlPlane` runs. `apiserver` is etcd and kube-apiserver only (envtest's
+ * set, seconds to start): enough for controllers that read and write objects. `cluster` adds kube-controller-manager, kube-scheduler and kwok's fake nodes, so
+ * Deployments get Pods that are scheduled and become Ready: for operators that wait on rollouts.
+ */
 export type Profile = "apiserver" | "cluster";
 
+/** How a `ControlPlane` starts: its profile, Kubernetes version, CRDs, and where its files go; all optional. */
 export interface ControlPlaneOptions {
   /** Default `apiserver`. */
   profile?: Profile;
@@ -65,15 +72,26 @@ export interface ControlPlaneOptions {
   handleSignals?: boolean;
 }
 
+/** A running component of the plane, as `plane.components` lists them: where to look when one fails. */
 export interface ComponentInfo {
+  /** `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler` or `kwok`. */
   name: ComponentName;
+  /** Its process id; undefined when it could not be spawned. */
   pid: number | undefined;
+  /** Its log file (stdout and stderr); a failed start's error names it. */
   logPath: string;
 }
 
+/**
+ * A user of the plane made by `addUser` or `serviceAccountUser`, to test what an operator may do
+ * under its RBAC rather than as cluster admin.
+ */
 export interface UserCredentials {
+  /** The name the API server authenticates: as given to `addUser`, or `system:serviceaccount:<ns>:<name>`. */
   user: string;
+  /** The groups it belongs to, which RBAC bindings can name. */
   groups: string[];
+  /** A kubeconfig that acts as this user: give it to a `Client` or `kubectl`. */
   kubeconfigPath: string;
 }
 

@@ -17,6 +17,7 @@ export interface RecordedEvent {
 
 /** What one reconcile did: its key and how it ended. */
 export interface ReconcileStep {
+  /** `namespace/name` (or `name` for a cluster-scoped object). */
   key: string;
   result: "success" | "error" | "requeue_after" | "terminal" | "skipped";
 }
@@ -27,6 +28,7 @@ export interface ReconcileStep {
  */
 const SILENT = pino({ level: "silent" }, { write: () => undefined });
 
+/** The server a {@link ReconcileHarness} runs against: one you made, or the options of a new one. */
 export interface ReconcileHarnessOptions extends MemoryApiServerOptions {
   /** The server to run against (default: a new one with these options). */
   server?: MemoryApiServer;
@@ -53,13 +55,18 @@ export interface ReconcileHarnessOptions extends MemoryApiServerOptions {
  * ```
  */
 export class ReconcileHarness<T extends KubeObject> {
+  /** Every event the controller recorded, in order: assert on reasons without reading Events back. */
   readonly events: RecordedEvent[] = [];
   private lastResult: ReconcileStep["result"] | undefined;
 
   private constructor(
+    /** The server the controller runs against: seed objects, add webhooks, or break it. */
     readonly server: MemoryApiServer,
+    /** An admin client of that server, for the test's own reads and writes. */
     readonly client: Client,
+    /** The controller's clock: {@link ReconcileHarness.advance} moves it. */
     readonly clock: FakeClock,
+    /** The harness's copy of the controller. */
     readonly controller: Controller<T>,
     private readonly registry: InformerRegistry,
   ) {}

@@ -63,6 +63,7 @@ import { type StoredEvent, WatchStream } from "./watch.js";
 // biome-ignore lint/suspicious/noExplicitAny: internal JSON documents, never part of the public API.
 type Obj = Record<string, any>;
 
+/** What a {@link MemoryApiServer} serves from the start and how it behaves; all optional. */
 export interface MemoryApiServerOptions {
   /**
    * How many past changes a watch can resume from; a watch (or a continue token) older than that
