@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { bookSnippets, exampleSnippets, type Snippet } from "./snippets.ts";
+import { bookSnippets, exampleSnippets, type RunPlan, type Snippet } from "./snippets.ts";
 
 // Every ```ts block of the book (but those marked `<!-- not compiled: why -->`) and every TSDoc
 // `@example` of packages/kubeloop/src, type-checked against the built kubeloop (tsc, strict, as a
@@ -11,6 +11,14 @@ import { bookSnippets, exampleSnippets, type Snippet } from "./snippets.ts";
 // `ctx`, a reconcile's `return`, a project's own `../src/…` modules): names a block without imports
 // uses from kubeloop's entry points are imported for it, and only those errors are allowed — a
 // method that does not exist, a wrong argument, a wrong import still fail.
+//
+// The book's complete programs are also run: each block says on the line before it whether it is
+// run (`<!-- run … -->`, see RunPlan in snippets.ts: as it is with node, as a vitest file, or its
+// controller reconciled once / its webhooks admitting samples in memory) or compiled only
+// (`<!-- compile only: why -->`), and a run must exit 0 and print what its marker says. The
+// tutorial's code is not here: it is included from examples/cronjob (`<<< ../../examples/cronjob/…`),
+// whose source `npm test` type-checks and whose tests it runs as that workspace's. The `@example`s
+// are compiled only: most are fragments of a larger program.
 
 const repository = join(import.meta.dirname, "../..");
 const ENTRY_POINTS = [
@@ -86,7 +94,63 @@ function typecheck(name: string, snippets: Snippet[], prepare: (code: string) =>
   return errors;
 }
 
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+/** Runs a book block as its plan says, in a project of its own; its exit code and its stdout and stderr. */
+async function run(name: string, code: string, plan: RunPlan): Promise<Run> {
+  const project = join(dir, name);
+  mkdirSync(join(project, "test"), { recursive: true });
+  symlinkSync(join(repository, "node_modules"), join(project, "node_modules"), "dir");
+  writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
+  for (const link of plan.links) {
+    const target = join(repository, link.target);
+    if (!existsSync(target))
+      throw new Error(`${name}: the run marker links ${link.name} to ${link.target}, which does not exist`);
+    symlinkSync(target, join(project, link.name));
+  }
+  const file = join(project, "test", plan.harness === "vitest" ? "snippet.test.ts" : "snippet.ts");
+  writeFileSync(file, code);
+  const harness = (script: string) => [
+    join(import.meta.dirname, "harness", script),
+    file,
+    JSON.stringify(plan.sample),
+  ];
+  const args = {
+    node: [file],
+    vitest: [join(repository, "node_modules/vitest/vitest.mjs"), "run", "--root", project],
+    reconcile: harness("reconcile.ts"),
+    admission: harness("admission.ts"),
+  }[plan.harness];
+  // The vitest running this file tells its workers who they are by VITEST_* variables; a block's
+  // own vitest must not think it is one of them.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("VITEST")));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: project, env, timeout: 90_000 });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, output }));
+  });
+}
+
 describe("the check itself", () => {
+  it("fails a block that throws when run", async () => {
+    const result = await run("self-throws", 'throw new Error("broken block");', {
+      harness: "node",
+      links: [],
+    });
+    expect(result.code).not.toBe(0);
+    expect(result.output).toMatch(/broken block/);
+  });
+
   it("fails a snippet that calls a method that does not exist", () => {
     const bad = {
       where: "bad",
@@ -109,6 +173,22 @@ describe("the book's code blocks", () => {
     });
     expect(failures).toEqual([]);
   });
+});
+
+describe("the book's complete programs", () => {
+  const snippets = bookSnippets();
+  const runs = snippets.filter((s) => s.run);
+  it(`are ${runs.length} run, ${snippets.length - runs.length} compiled only`, () => {
+    expect(runs.length).toBeGreaterThan(5);
+  });
+  for (const [i, snippet] of runs.entries()) {
+    const plan = snippet.run as RunPlan;
+    it(`${snippet.where} runs${plan.harness === "node" ? "" : ` with ${plan.harness}`}${plan.prints ? ` and prints ${plan.prints}` : ""}`, async () => {
+      const result = await run(`run-${i}`, snippet.code, plan);
+      expect(result.code, `${snippet.where} exited ${result.code}:\n${result.output}`).toBe(0);
+      if (plan.prints) expect(result.output).toMatch(plan.prints);
+    });
+  }
 });
 
 describe("the TSDoc @example blocks", () => {
