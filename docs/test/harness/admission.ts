@@ -19,10 +19,8 @@ if (!webhook) throw new Error(`${file} exports no webhook definitions; \`run wit
 const { group, version, kind, plural, namespaced } = webhook.resource;
 /** Any spec and status: the block's webhooks are what is run, not its schema. */
 const open = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-/** The kind's CRD (served by the server: it needs apiVersion and kind, which CrdLike does not name). */
+/** The kind's CRD. */
 const crd = {
-  apiVersion: "apiextensions.k8s.io/v1",
-  kind: "CustomResourceDefinition",
   metadata: { name: `${plural}.${group}` },
   spec: {
     group,

@@ -30,6 +30,24 @@ const Widget = defineResource({
   status: Type.Object({ ready: Type.Optional(Type.Boolean()), count: Type.Optional(Type.Integer()) }),
 });
 
+/** A kind whose objects are free-form: the schema's root preserves unknown fields (a CrdLike without apiVersion and kind). */
+const BAG_CRD = {
+  metadata: { name: "bags.conformance.kubeloop.dev" },
+  spec: {
+    group: "conformance.kubeloop.dev",
+    scope: "Namespaced" as const,
+    names: { plural: "bags", kind: "Bag" },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+      },
+    ],
+  },
+};
+
 let plane: ControlPlane;
 let real: Client;
 let memory: Client;
@@ -39,8 +57,9 @@ let counter = 0;
 beforeAll(async () => {
   plane = await new ControlPlane().start();
   real = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  await plane.installCrdObjects([Widget.crd() as never]);
-  memoryServer = new MemoryApiServer({ controllers: false, resources: [Widget] });
+  const bag = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", ...BAG_CRD };
+  await plane.installCrdObjects([Widget.crd() as never, bag as never]);
+  memoryServer = new MemoryApiServer({ controllers: false, resources: [Widget, BAG_CRD] });
   memory = memoryServer.client();
 }, 120_000);
 afterAll(async () => {
@@ -678,6 +697,16 @@ describe("Widget schema: defaulting, pruning, validation", () => {
   });
   conformance("unknown top-level fields are pruned", async (c, ns, t) => {
     await step(t, () => c.create(widget(ns, { extra: 1, spec: {} })));
+  });
+  conformance("a schema whose root preserves unknown fields keeps every field", async (c, ns, t) => {
+    const bag = {
+      apiVersion: "conformance.kubeloop.dev/v1",
+      kind: "Bag",
+      metadata: { name: "b", namespace: ns },
+    };
+    await step(t, () =>
+      c.create({ ...bag, spec: { a: 1, nested: { b: [1, 2] } }, extra: "kept" } as KubeObject),
+    );
   });
   conformance("invalid update: 422", async (c, ns, t) => {
     const created = (await step(t, () => c.create(widget(ns, { spec: {} })))) as KubeObject;

@@ -170,7 +170,8 @@ export class MemoryApiServer {
   /** Serves a custom resource: `defineResource(…)`'s result or a CRD object (also possible through the API). */
   installCrd(resource: { crd(): object } | CrdLike): void {
     const crd = ("crd" in resource && typeof resource.crd === "function" ? resource.crd() : resource) as Obj;
-    this.createDirect(crd);
+    // A CrdLike may leave out what every CRD says: the server needs them to store it as one.
+    this.createDirect({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", ...crd });
   }
 
   /**
@@ -820,15 +821,18 @@ export class MemoryApiServer {
     validateLabels(object.metadata.labels, errors);
     if (kind.schema) {
       const { apiVersion, kind: k, metadata } = object;
-      const pruned = prune(object, {
-        ...kind.schema,
-        properties: {
-          ...((kind.schema.properties as Obj) ?? {}),
-          apiVersion: {},
-          kind: {},
-          metadata: { "x-kubernetes-preserve-unknown-fields": true },
-        },
-      }) as Obj;
+      // A copy: with nothing to prune (a root that preserves unknown fields) prune returns `object` itself.
+      const pruned = {
+        ...(prune(object, {
+          ...kind.schema,
+          properties: {
+            ...((kind.schema.properties as Obj) ?? {}),
+            apiVersion: {},
+            kind: {},
+            metadata: { "x-kubernetes-preserve-unknown-fields": true },
+          },
+        }) as Obj),
+      };
       for (const key of Object.keys(object)) delete object[key];
       Object.assign(object, pruned, { apiVersion, kind: k, metadata });
       applyDefaults(object, kind.schema);
