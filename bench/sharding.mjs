@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "kubeloop/client";
 import { ConfigMap } from "kubeloop/k8s";
-import { ControlPlane } from "kubeloop/testing";
+import { ControlPlane, pollUntil } from "kubeloop/testing";
 
 const { values } = parseArgs({
   options: {
@@ -68,13 +68,8 @@ function follower(path) {
   };
 }
 
-async function waitFor(check, what, timeoutMs = 900_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
+/** Polls `check` every 250 ms until it holds (15 minutes at most). */
+const waitFor = (check, what) => pollUntil(check, { timeoutMs: 900_000, intervalMs: 250, message: what });
 
 try {
   for (const replicas of counts) {
