@@ -130,13 +130,23 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       WEBHOOK_CERT_DIR: serving.certDir,
       WEBHOOK_PORT: String(serving.port),
     });
-    await until(() => /"webhooks serving"/.test(release2.output()), 30_000, "release 2's webhook server");
+    await until(
+      () => /"webhooks serving"/.test(release2.output()),
+      30_000,
+      "release 2's webhook server",
+      release2,
+    );
     await plane.installCrdObjects(
       serving.rewrite(
         readManifests([join(root, "config/crd/myapps.apps.example.com.yaml")]),
       ) as unknown as CrdObject[],
     );
-    await until(() => /"waiting for leadership"/.test(release2.output()), 60_000, "release 2 to stand by");
+    await until(
+      () => /"waiting for leadership"/.test(release2.output()),
+      60_000,
+      "release 2 to stand by",
+      release2,
+    );
     // Release 1 keeps working meanwhile, its v1alpha1 writes converted by release 2's webhook.
     expect(
       (
@@ -183,7 +193,7 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
   it("release 1 stops, release 2 takes the Lease over, and v1alpha1 is no longer served", async () => {
     stoppedAt = Date.now();
     expect(await release1.stop()).toBe(0);
-    await until(() => /"became leader"/.test(release2.output()), 30_000, "release 2 to lead");
+    await until(() => /"became leader"/.test(release2.output()), 30_000, "release 2 to lead", release2);
     const retired = await migrate(["--retire", "v1alpha1"]);
     expect(retired.code, retired.out).toBe(0);
     expect(retired.out).toContain("no longer served: v1alpha1");
