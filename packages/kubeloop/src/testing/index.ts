@@ -72,6 +72,16 @@ export {
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";
+export {
+  freePort,
+  killOperators,
+  type OperatorProcess,
+  type RevokeRuleOptions,
+  revokeRule,
+  type StartOperatorOptions,
+  startOperator,
+  stopOperators,
+} from "./operator-process.js";
 export { CertificateAuthority } from "./pki.js";
 export {
   locatePostgres,
