@@ -1,23 +1,23 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   ControlPlane,
   type CrdObject,
+  killOperators,
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
-  pollUntil,
   readManifests,
+  revokeRule,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applySampleUntilReady, type Operator, root, startOperator } from "./operator.ts";
 
 // The operator installed as its generated config says — its ServiceAccount, bound only to the
 // generated roles, with a token from the TokenRequest API — on a cluster hardened as OpenShift and
 // CIS-benchmarked distributions are: owner-reference permission enforcement, Pod Security
 // `restricted` enforced on every namespace, AlwaysPullImages, anonymous access off, an audit log.
 
-const root = join(import.meta.dirname, "..");
 const NAMESPACE = "nginx-operator-system";
 const IDENTITY = `system:serviceaccount:${NAMESPACE}:nginx-operator`;
 /** The API server's words when a child's owner reference blocks deletion of an owner it may not finalize. */
@@ -26,8 +26,7 @@ const BLOCK_OWNER_DELETION_FORBIDDEN =
 
 let plane: ControlPlane;
 let serving: LocalWebhookServing;
-let operator: ChildProcess | undefined;
-let output = "";
+let operator: Operator;
 
 const k = (args: string[], input?: string) =>
   kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
@@ -37,11 +36,8 @@ async function jsonpath(args: string[], path: string): Promise<string> {
 }
 
 /** Polls `check` every 200 ms; after `ms`, throws naming `what`, followed by the operator's output. */
-async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what }).catch((error: Error) => {
-    throw new Error(`${error.message}\n${output}`, { cause: error });
-  });
-}
+const until = (check: () => Promise<boolean>, ms: number, what: string) =>
+  operator.waitUntil(check, { timeoutMs: ms, intervalMs: 200, message: what });
 
 /** The generated objects of config files, pointed at the webhook server on this machine. */
 const localObjects = (...files: string[]): object[] =>
@@ -80,29 +76,17 @@ beforeAll(async () => {
     ),
   );
   expect(install.code, install.stderr).toBe(0);
-  operator = spawn(process.execPath, [join(root, "src/main.ts")], {
-    env: {
-      ...process.env,
-      KUBECONFIG: (await plane.serviceAccountUser(NAMESPACE, "nginx-operator")).kubeconfigPath,
-      METRICS_PORT: "0",
-      PROBE_PORT: "0",
-      LEADER_ELECT: "true",
-      LEADER_ELECTION_NAMESPACE: NAMESPACE,
-      WEBHOOK_CERT_DIR: serving.certDir,
-      WEBHOOK_PORT: String(serving.port),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  operator = await startOperator({
+    KUBECONFIG: (await plane.serviceAccountUser(NAMESPACE, "nginx-operator")).kubeconfigPath,
+    LEADER_ELECT: "true",
+    LEADER_ELECTION_NAMESPACE: NAMESPACE,
+    WEBHOOK_CERT_DIR: serving.certDir,
+    WEBHOOK_PORT: String(serving.port),
   });
-  operator.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  operator.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  await until(async () => output.includes('"webhooks serving"'), 30_000, "the webhook server");
+  await until(async () => operator.output().includes('"webhooks serving"'), 30_000, "the webhook server");
 });
 afterAll(async () => {
-  operator?.kill("SIGKILL");
+  killOperators();
   await plane?.stop();
   serving?.dispose();
 });
@@ -110,18 +94,7 @@ afterAll(async () => {
 describe("nginx operator on a hardened cluster, as its ServiceAccount with the generated RBAC", () => {
   it("turns an Nginx into a Deployment it owns, whose restricted pods run", async () => {
     // No Pod Security label: the cluster's default, restricted, applies.
-    expect((await k(["create", "namespace", "web"])).code).toBe(0);
-    const applied = await k(["-n", "web", "apply", "-f", join(root, "config/samples/nginx.yaml")]);
-    expect(applied.code, applied.stderr).toBe(0);
-    await until(
-      async () =>
-        (await jsonpath(
-          ["-n", "web", "get", "nginx", "web"],
-          '{.status.conditions[?(@.type=="Ready")].status}',
-        )) === "True",
-      90_000,
-      "Ready=True",
-    );
+    await applySampleUntilReady(plane.kubeconfigPath, "web", 90_000, operator);
     expect(await jsonpath(["-n", "web", "get", "deployment", "web"], "{.status.readyReplicas}")).toBe("3");
     const owner = JSON.parse(
       await jsonpath(["-n", "web", "get", "deployment", "web"], "{.metadata.ownerReferences[0]}"),
@@ -165,31 +138,12 @@ describe("nginx operator on a hardened cluster, as its ServiceAccount with the g
 
   it("without update on nginxes/finalizers is refused the Deployment, and says why in Ready", async () => {
     // The failure this grant prevents, reproduced: take the rule away from the running operator.
-    const role = JSON.parse((await k(["get", "clusterrole", "nginx-operator", "-o", "json"])).stdout) as {
-      rules: { resources: string[] }[];
-    };
-    const without = role.rules.filter((rule) => !rule.resources.includes("nginxes/finalizers"));
-    expect(without).toHaveLength(role.rules.length - 1);
-    const replaced = await k(["replace", "-f", "-"], JSON.stringify({ ...role, rules: without }));
-    expect(replaced.code, replaced.stderr).toBe(0);
-    // RBAC is read from the API server's cache: wait until it has the change.
-    await until(
-      async () =>
-        (
-          await k([
-            "auth",
-            "can-i",
-            "update",
-            "nginxes.proxy.example.com/blocked",
-            "--subresource=finalizers",
-            "-n",
-            "web",
-            `--as=${IDENTITY}`,
-          ])
-        ).stdout.trim() === "no",
-      10_000,
-      "the role change to take effect",
-    );
+    await revokeRule({
+      kubeconfig: plane.kubeconfigPath,
+      role: "clusterrole/nginx-operator",
+      resource: "nginxes/finalizers",
+      as: IDENTITY,
+    });
     const applied = await k(
       ["-n", "web", "apply", "-f", "-"],
       JSON.stringify({

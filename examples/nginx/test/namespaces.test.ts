@@ -2,9 +2,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControlPlane, type CrdObject, kubectl, readManifests } from "kubeloop/testing";
+import { ControlPlane, type CrdObject, killOperators, kubectl, readManifests } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killOperators, root, startOperator, until } from "./operator.ts";
+import { root, startOperator, until } from "./operator.ts";
 
 // The nginx operator installed the way a multi-tenant cluster allows (OLM's MultiNamespace mode):
 // it watches two namespaces, and its ServiceAccount has Roles there and nothing cluster-wide —
@@ -112,7 +112,6 @@ describe("nginx operator watching two namespaces under Roles only", () => {
     const asOperator = await kubectl(["get", "nginxes", "--all-namespaces"], { kubeconfig });
     expect(asOperator.stderr).toContain("cannot list resource");
 
-    operator.process.kill("SIGTERM");
-    expect(await operator.exited).toBe(0);
+    expect(await operator.stop()).toBe(0);
   });
 });

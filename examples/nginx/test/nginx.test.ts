@@ -3,13 +3,20 @@ import { join } from "node:path";
 import {
   ControlPlane,
   type CrdObject,
+  killOperators,
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
   readManifests,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killOperators, type Operator, root, startOperator as runOperator, until } from "./operator.ts";
+import {
+  applySampleUntilReady,
+  type Operator,
+  root,
+  startOperator as runOperator,
+  until,
+} from "./operator.ts";
 
 // End to end, as a user would: the operator runs as its own process (`npm start`'s command)
 // against a simulated cluster, and everything is checked through kubectl.
@@ -75,18 +82,7 @@ describe("nginx operator", () => {
     );
     expect(installed.code, installed.stderr).toBe(0);
     await until(async () => /"webhooks serving"/.test(operator.output()), 30_000, "the webhook server");
-    expect((await k(["create", "namespace", "web"])).code).toBe(0);
-    const applied = await k(["-n", "web", "apply", "-f", join(root, "config/samples/nginx.yaml")]);
-    expect(applied.code, applied.stderr).toBe(0);
-    await until(
-      async () =>
-        (await jsonpath(
-          ["-n", "web", "get", "nginx", "web"],
-          '{.status.conditions[?(@.type=="Ready")].status}',
-        )) === "True",
-      60_000,
-      "Ready=True",
-    );
+    await applySampleUntilReady(plane.kubeconfigPath, "web", 60_000, operator);
     expect(await jsonpath(["-n", "web", "get", "deployment", "web"], "{.status.readyReplicas}")).toBe("3");
     const nodes = (await jsonpath(["-n", "web", "get", "nginx", "web"], "{.status.nodes}"))
       .replace(/[[\]"]/g, "")
@@ -224,8 +220,7 @@ describe("nginx operator", () => {
       60_000,
       "the pods to go",
     );
-    operator.process.kill("SIGTERM");
-    expect(await operator.exited).toBe(0);
+    expect(await operator.stop()).toBe(0);
     // The replicas below run without webhooks; nothing may call a server that is gone.
     expect(
       (
@@ -302,8 +297,7 @@ describe("nginx operator under the generated RBAC only", () => {
       60_000,
       "3 pods",
     );
-    operator.process.kill("SIGTERM");
-    expect(await operator.exited).toBe(0);
+    expect(await operator.stop()).toBe(0);
 
     // Take away the pods rule: on restart the operator cannot sync, and /readyz says why.
     const role = await k(["get", "clusterrole", "nginx-operator", "-o", "json"]);
@@ -327,7 +321,7 @@ describe("nginx operator under the generated RBAC only", () => {
       "/readyz to report the missing permission",
     );
     expect(body).toContain(`User "${identity}" cannot list resource "pods"`);
-    crippled.process.kill("SIGKILL");
+    crippled.kill();
   });
 });
 
@@ -363,7 +357,7 @@ describe("nginx operator, two replicas with leader election", () => {
     expect(await reconciles(b)).toBe(0);
 
     const killedAt = Date.now();
-    a.process.kill("SIGKILL");
+    a.kill();
     await until(async () => (await leaderStatus(b)) === 1, 30_000, "the standby to take over");
     // The standby may take over once the record it last saw is a lease duration old (15 s); that
     // record can be up to one jittered retry period (2.4 s) older than the kill, and its next try
@@ -377,8 +371,7 @@ describe("nginx operator, two replicas with leader election", () => {
     );
     expect(await reconciles(b)).toBeGreaterThan(0);
 
-    b.process.kill("SIGTERM");
-    expect(await b.exited).toBe(0);
+    expect(await b.stop()).toBe(0);
     // Released on shutdown: the next replica need not wait out the lease.
     expect(await jsonpath(["-n", "ha", "get", "lease", "nginx-operator"], "{.spec.holderIdentity}")).toBe("");
   });
