@@ -5,6 +5,7 @@ import { join } from "node:path";
 import {
   ControlPlane,
   type CrdObject,
+  killOperators,
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
@@ -13,7 +14,7 @@ import {
   readManifests,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killOperators, type Operator, root, startOperator, until } from "./operator.ts";
+import { type Operator, root, startOperator, until } from "./operator.ts";
 
 // End to end, as a user would: the operator runs as its own process against a simulated cluster
 // whose pods with an image tag containing "broken" never become ready, beside a real PostgreSQL

@@ -1,73 +1,22 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { pollUntil } from "kubeloop/testing";
+import { freePort, type OperatorProcess, pollUntil, startOperator as startProcess } from "kubeloop/testing";
 
 // Runs an operator release the way a user does (its own process, `node src/main.ts`), for the
 // end-to-end tests: on free ports, with the environment its Deployment would give it.
 
 export const root = join(import.meta.dirname, "..");
-const started: ChildProcess[] = [];
 
-export interface Operator {
-  process: ChildProcess;
+export interface Operator extends OperatorProcess {
   metricsPort: number;
-  output: () => string;
-  /** The JSON log lines, parsed. */
-  logs: () => Record<string, unknown>[];
-  exited: Promise<number | null>;
-  /** SIGTERM, then waits for the exit (a graceful stop releases the Lease). */
-  stop: () => Promise<number | null>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** Starts `entry` (relative to the example, e.g. `src/main.ts`) with `env` on top of this process's. */
 export async function startOperator(entry: string, env: Record<string, string>): Promise<Operator> {
-  const metricsPort = await freePort();
-  const probePort = await freePort();
-  const child = spawn(process.execPath, [join(root, entry)], {
-    env: {
-      ...process.env,
-      METRICS_PORT: String(metricsPort),
-      PROBE_PORT: String(probePort),
-      METRICS_SECURE: "false",
-      LOG_LEVEL: "info",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  const [metricsPort, probePort] = [await freePort(), await freePort()];
+  const ports = { METRICS_PORT: String(metricsPort), PROBE_PORT: String(probePort), METRICS_SECURE: "false" };
+  return Object.assign(startProcess(entry, { cwd: root, env: { ...ports, LOG_LEVEL: "info", ...env } }), {
+    metricsPort,
   });
-  started.push(child);
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const logs = () =>
-    output
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  const stop = async () => {
-    child.kill("SIGTERM");
-    return exited;
-  };
-  return { process: child, metricsPort, output: () => output, logs, exited, stop };
-}
-
-/** Kills every operator started here (for afterAll: none may outlive its test file). */
-export function killOperators(): void {
-  for (const child of started.splice(0)) child.kill("SIGKILL");
 }
 
 /**

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   ControlPlane,
   type CrdObject,
+  killOperators,
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
@@ -10,7 +11,7 @@ import {
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MyAppV1alpha1 } from "../src/release-1/resources.ts";
-import { killOperators, type Operator, root, startOperator, until } from "./operator.ts";
+import { type Operator, root, startOperator, until } from "./operator.ts";
 
 // The operator upgrading itself, end to end: release 1 (MyApp v1alpha1 only) runs with objects
 // stored as v1alpha1; release 2 (v1 stored, v1alpha1 converted by its webhook) starts beside it as

@@ -1,10 +1,18 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControlPlane, kubectl, PostgresServer, readCrds, readManifests } from "kubeloop/testing";
+import {
+  ControlPlane,
+  killOperators,
+  kubectl,
+  type OperatorProcess,
+  PostgresServer,
+  readCrds,
+  readManifests,
+  revokeRule,
+  startOperator,
+} from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "./harness.ts";
 
 // The operator installed as its generated config says — its ServiceAccount, bound only to the
 // generated roles, with a token from the TokenRequest API — on an API server that enforces owner
@@ -21,8 +29,7 @@ const BLOCK_OWNER_DELETION_FORBIDDEN =
 let plane: ControlPlane;
 let postgres: PostgresServer;
 let backupDir: string;
-let operator: ChildProcess | undefined;
-let output = "";
+let operator: OperatorProcess;
 
 const k = (args: string[], input?: string) =>
   kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
@@ -86,9 +93,9 @@ beforeAll(async () => {
   );
   expect(secret.code, secret.stderr).toBe(0);
   // The Deployment's settings (config/manager/deployment.yaml), but for the ports: 0 picks free ones.
-  operator = spawn(process.execPath, [join(root, "src/main.ts")], {
+  operator = startOperator("src/main.ts", {
+    cwd: root,
     env: {
-      ...process.env,
       KUBECONFIG: (await plane.serviceAccountUser(NAMESPACE, "sampledb-operator")).kubeconfigPath,
       POD_NAMESPACE: NAMESPACE,
       LEADER_ELECT: "true",
@@ -97,17 +104,10 @@ beforeAll(async () => {
       BACKUP_DIR: backupDir,
       PG_BIN: postgres.binDir,
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  operator.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  operator.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
   });
 });
 afterAll(async () => {
-  operator?.kill("SIGKILL");
+  killOperators();
   await Promise.all([plane?.stop(), postgres?.stop()]);
   if (backupDir) rmSync(backupDir, { recursive: true, force: true });
 });
@@ -116,7 +116,10 @@ describe("SampleDB operator on a hardened API server, as its ServiceAccount with
   it("turns the sample SampleDB into a database and a credentials Secret it owns", async () => {
     const applied = await k(["-n", "shop", "apply", "-f", join(root, "config/samples/sampledb.yaml")]);
     expect(applied.code, applied.stderr).toBe(0);
-    await until(async () => (await readyOf("shop", "status")) === "True", 30_000, `Ready=True\n${output}`);
+    await operator.waitUntil(async () => (await readyOf("shop", "status")) === "True", {
+      timeoutMs: 30_000,
+      message: "Ready=True",
+    });
     expect(await postgres.psql("select datname from pg_database where datname = 'shop'")).toBe("shop");
     const owner = JSON.parse(
       await jsonpath(["-n", "shop", "get", "secret", "shop-credentials"], "{.metadata.ownerReferences[0]}"),
@@ -140,31 +143,12 @@ describe("SampleDB operator on a hardened API server, as its ServiceAccount with
 
   it("without update on sampledbs/finalizers is refused the credentials Secret, and says why in Ready", async () => {
     // The failure this grant prevents, reproduced: take the rule away from the running operator.
-    const role = JSON.parse((await k(["get", "clusterrole", "sampledb-operator", "-o", "json"])).stdout) as {
-      rules: { resources: string[] }[];
-    };
-    const without = role.rules.filter((rule) => !rule.resources.includes("sampledbs/finalizers"));
-    expect(without).toHaveLength(role.rules.length - 1);
-    const replaced = await k(["replace", "-f", "-"], JSON.stringify({ ...role, rules: without }));
-    expect(replaced.code, replaced.stderr).toBe(0);
-    // RBAC is read from the API server's cache: wait until it has the change.
-    await until(
-      async () =>
-        (
-          await k([
-            "auth",
-            "can-i",
-            "update",
-            "sampledbs.db.example.com/blocked",
-            "--subresource=finalizers",
-            "-n",
-            "shop",
-            `--as=${IDENTITY}`,
-          ])
-        ).stdout.trim() === "no",
-      10_000,
-      "the role change to take effect",
-    );
+    await revokeRule({
+      kubeconfig: plane.kubeconfigPath,
+      role: "clusterrole/sampledb-operator",
+      resource: "sampledbs/finalizers",
+      as: IDENTITY,
+    });
     const applied = await k(
       ["-n", "shop", "apply", "-f", "-"],
       JSON.stringify({
@@ -176,13 +160,12 @@ describe("SampleDB operator on a hardened API server, as its ServiceAccount with
     );
     expect(applied.code, applied.stderr).toBe(0);
     let message = "";
-    await until(
+    await operator.waitUntil(
       async () => {
         message = await readyOf("blocked", "message");
         return message.includes("forbidden");
       },
-      30_000,
-      `the Ready condition to report the refusal\n${output}`,
+      { timeoutMs: 30_000, message: "the Ready condition to report the refusal" },
     );
     expect(message).toContain(
       `secrets "blocked-credentials" is forbidden: ${BLOCK_OWNER_DELETION_FORBIDDEN}`,

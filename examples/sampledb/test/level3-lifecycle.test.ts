@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cronSchedule } from "kubeloop/controller";
-import { JumpClock } from "kubeloop/testing";
+import { JumpClock, startOperator } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { backupPath } from "../src/dumps.ts";
 import { until, World } from "./harness.ts";
@@ -268,9 +267,8 @@ describe("Level 3: full lifecycle", () => {
     await world.sampleDB(ns, "large");
     // The operator as deployed: its own process (and process group, like a container), killed outright.
     const start = () =>
-      spawn(process.execPath, [join(import.meta.dirname, "..", "src", "main.ts")], {
+      startOperator(join(import.meta.dirname, "..", "src", "main.ts"), {
         env: {
-          ...process.env,
           KUBECONFIG: world.plane.kubeconfigPath,
           BACKUP_DIR: world.backupDir,
           PG_BIN: world.pg.binDir,
@@ -278,8 +276,7 @@ describe("Level 3: full lifecycle", () => {
           PROBE_PORT: "0",
           LOG_LEVEL: "error",
         },
-        stdio: "ignore",
-        detached: true,
+        processGroup: true,
       });
     let operator = start();
     try {
@@ -295,8 +292,8 @@ describe("Level 3: full lifecycle", () => {
         60_000,
         "the dump to start",
       );
-      process.kill(-(operator.pid ?? 0), "SIGKILL"); // the operator and its pg_dump, mid-dump
-      await new Promise((resolve) => operator.once("exit", resolve));
+      operator.kill("SIGKILL"); // the operator and its pg_dump (its process group), mid-dump
+      await operator.exited;
       expect(await phase("sampledbbackup", "large-1")).toBe("Running");
       expect(existsSync(backupPath(world.backupDir, ns, "large-1"))).toBe(false);
       operator = start();
@@ -306,7 +303,7 @@ describe("Level 3: full lifecycle", () => {
         "Completed",
       );
     } finally {
-      if (operator.exitCode === null) process.kill(-(operator.pid ?? 0), "SIGKILL");
+      operator.kill("SIGKILL");
     }
     const status = JSON.parse(
       await world.k(["-n", ns, "get", "sampledbbackup", "large-1", "-o", "json"]),
