@@ -220,7 +220,7 @@ describe("nginx operator", () => {
       60_000,
       "the pods to go",
     );
-    expect(await operator.stop()).toBe(0);
+    expect(await operator.stop(), operator.output().slice(-3000)).toBe(0);
     // The replicas below run without webhooks; nothing may call a server that is gone.
     expect(
       (
@@ -297,7 +297,7 @@ describe("nginx operator under the generated RBAC only", () => {
       60_000,
       "3 pods",
     );
-    expect(await operator.stop()).toBe(0);
+    expect(await operator.stop(), operator.output().slice(-3000)).toBe(0);
 
     // Take away the pods rule: on restart the operator cannot sync, and /readyz says why.
     const role = await k(["get", "clusterrole", "nginx-operator", "-o", "json"]);
@@ -371,7 +371,7 @@ describe("nginx operator, two replicas with leader election", () => {
     );
     expect(await reconciles(b)).toBeGreaterThan(0);
 
-    expect(await b.stop()).toBe(0);
+    expect(await b.stop(), b.output().slice(-3000)).toBe(0);
     // Released on shutdown: the next replica need not wait out the lease.
     expect(await jsonpath(["-n", "ha", "get", "lease", "nginx-operator"], "{.spec.holderIdentity}")).toBe("");
   });

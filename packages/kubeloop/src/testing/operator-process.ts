@@ -22,7 +22,10 @@ export interface StartOperatorOptions {
    * `kill()` reaches its children too (e.g. a `pg_dump` it started). Default false.
    */
   processGroup?: boolean;
-  /** How long `stop()` waits after SIGTERM before SIGKILL. Default 10 s. */
+  /**
+   * How long `stop()` waits after SIGTERM before SIGKILL. Default 30 s: the kubelet's default
+   * `terminationGracePeriodSeconds`, and the Manager's own graceful shutdown budget for reconciles in flight.
+   */
   stopGraceMs?: number;
 }
 
@@ -47,7 +50,10 @@ export interface OperatorProcess extends AsyncDisposable {
   waitUntil(check: () => unknown, options: PollOptions): Promise<void>;
 }
 
-const DEFAULT_STOP_GRACE_MS = 10_000;
+const DEFAULT_STOP_GRACE_MS = 30_000;
+function stopGraceOf(options: StartOperatorOptions): number {
+  return options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+}
 /** How much of the output a failed `waitUntil` shows: enough for a stack trace and the lines before. */
 const OUTPUT_TAIL_CHARS = 4_000;
 const running = new Set<RunningOperator>();
@@ -114,11 +120,15 @@ class RunningOperator implements OperatorProcess, Disposable {
     this.kill("SIGTERM");
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolveGrace) => {
-      timer = setTimeout(resolveGrace, this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+      timer = setTimeout(resolveGrace, stopGraceOf(this.options));
     });
     await Promise.race([this.exited, grace]);
     clearTimeout(timer);
-    if (!this.ended) this.kill("SIGKILL");
+    if (!this.ended) {
+      // Said in the output, so a test that expected a clean exit shows why it got none.
+      this.text += `\n[kubeloop/testing] still running ${stopGraceOf(this.options)} ms after SIGTERM: sent SIGKILL\n`;
+      this.kill("SIGKILL");
+    }
     return this.exited;
   }
 
