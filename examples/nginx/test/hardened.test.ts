@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   ControlPlane,
@@ -44,19 +43,6 @@ const localObjects = (...files: string[]): object[] =>
   serving.rewrite(readManifests(files.map((f) => join(root, f))));
 
 const asList = (items: object[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
-
-interface AuditRecord {
-  verb: string;
-  user: { username: string };
-  objectRef?: { resource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
-}
-
-const auditRecords = (): AuditRecord[] =>
-  readFileSync(plane.auditLogPath, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as AuditRecord);
 
 beforeAll(async () => {
   serving = await localWebhookServing();
@@ -108,10 +94,14 @@ describe("nginx operator on a hardened cluster, as its ServiceAccount with the g
       ),
     ).toBe("Always Always Always");
     // The operator's own identity wrote the Deployment, not an admin.
-    const writes = auditRecords().filter(
-      (r) =>
-        r.objectRef?.resource === "deployments" && r.objectRef.name === "web" && r.user.username === IDENTITY,
-    );
+    const writes = plane
+      .auditRecords()
+      .filter(
+        (r) =>
+          r.objectRef?.resource === "deployments" &&
+          r.objectRef.name === "web" &&
+          r.user.username === IDENTITY,
+      );
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.every((r) => (r.responseStatus?.code ?? 0) < 300)).toBe(true);
   });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -40,19 +40,6 @@ async function jsonpath(args: string[], path: string): Promise<string> {
 
 const readyOf = (name: string, field: "status" | "message") =>
   jsonpath(["-n", "shop", "get", "sampledb", name], `{.status.conditions[?(@.type=="Ready")].${field}}`);
-
-interface AuditRecord {
-  verb: string;
-  user: { username: string };
-  objectRef?: { resource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
-}
-
-const auditRecords = (): AuditRecord[] =>
-  readFileSync(plane.auditLogPath, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as AuditRecord);
 
 beforeAll(async () => {
   [postgres, plane] = await Promise.all([
@@ -131,12 +118,14 @@ describe("SampleDB operator on a hardened API server, as its ServiceAccount with
       blockOwnerDeletion: true,
     });
     // The operator's own identity wrote the Secret, not an admin.
-    const writes = auditRecords().filter(
-      (r) =>
-        r.objectRef?.resource === "secrets" &&
-        r.objectRef.name === "shop-credentials" &&
-        r.user.username === IDENTITY,
-    );
+    const writes = plane
+      .auditRecords()
+      .filter(
+        (r) =>
+          r.objectRef?.resource === "secrets" &&
+          r.objectRef.name === "shop-credentials" &&
+          r.user.username === IDENTITY,
+      );
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.every((r) => (r.responseStatus?.code ?? 0) < 300)).toBe(true);
   });

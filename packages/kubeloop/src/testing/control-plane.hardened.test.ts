@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOwner, jsonpath, kubectlOn } from "../../test/plane-kubectl.js";
-import { HARDENED_ADMISSION_PLUGINS, readAuditLog } from "./control-plane/hardened.js";
+import { HARDENED_ADMISSION_PLUGINS } from "./control-plane/hardened.js";
 import { ControlPlane } from "./control-plane.js";
 import { ControlPlaneError } from "./errors.js";
 
@@ -109,10 +109,12 @@ describe("ControlPlane, hardened", () => {
     const created = await k(["-n", "owners", "create", "-f", "-"], child("second"), user.kubeconfigPath);
     expect(created.code, created.stderr).toBe(0);
 
-    const creates = readAuditLog(plane.auditLogPath).filter(
-      (r) =>
-        r.verb === "create" && r.objectRef?.resource === "configmaps" && r.user.username === "child-writer",
-    );
+    const creates = plane
+      .auditRecords()
+      .filter(
+        (r) =>
+          r.verb === "create" && r.objectRef?.resource === "configmaps" && r.user.username === "child-writer",
+      );
     expect(creates.map((r) => r.responseStatus?.code)).toEqual([403, 201]);
   });
 

@@ -6,6 +6,7 @@
  * (hardened.ts), the options (options.ts), and the class that composes them (control-plane.ts).
  */
 export { ControlPlane } from "./control-plane/control-plane.js";
+export type { AuditRecord } from "./control-plane/hardened.js";
 export {
   type ComponentInfo,
   type ComponentName,

@@ -36,6 +36,7 @@ export {
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./assets/index.js";
 export {
+  type AuditRecord,
   type ComponentInfo,
   ControlPlane,
   type ControlPlaneOptions,

@@ -13,7 +13,7 @@ import type { Component, ComponentName, StartContext } from "./component.js";
 import { mintServiceAccountToken, type PlanePki, writeKubeconfig, writePlanePki } from "./credentials.js";
 import { componentFailure } from "./diagnosis.js";
 import { Etcd } from "./etcd.js";
-import { auditLogPathIn } from "./hardened.js";
+import { type AuditRecord, auditLogPathIn, readAuditLog } from "./hardened.js";
 import { KubeApiServer } from "./kube-apiserver.js";
 import { KubeControllerManager } from "./kube-controller-manager.js";
 import { KubeScheduler } from "./kube-scheduler.js";
@@ -154,6 +154,20 @@ export class ControlPlane {
         "auditLogPath: only a hardened plane writes an audit log; start it with `hardened: true`",
       );
     return auditLogPathIn(this.dir);
+  }
+
+  /**
+   * The requests in a hardened plane's audit log so far, oldest first: who (`user.username`) made
+   * which request (`verb`, `objectRef`), and the answer's code. Throws on a plane that is not hardened.
+   *
+   * @example
+   * ```ts
+   * const plane = await new ControlPlane({ hardened: true }).start();
+   * const refused = plane.auditRecords().filter((record) => record.responseStatus?.code === 403);
+   * ```
+   */
+  auditRecords(): AuditRecord[] {
+    return readAuditLog(this.auditLogPath);
   }
 
   /** The running components with their pids and log files. */
