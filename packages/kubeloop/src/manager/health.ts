@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/index.js";
+import { CertificateFolder, closeServer, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { MetricsSource } from "./metrics.js";
 
 /**
@@ -208,19 +208,8 @@ export class HealthServer {
     const server = this.server;
     if (!server) return Promise.resolve();
     clearInterval(this.certTimer);
-    this.closing ??= new Promise<void>((resolve) => {
-      const timer = setTimeout(
-        () => server.closeAllConnections(),
-        this.options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS,
-      );
-      server.close(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-      // Keep-alive connections with no request in flight would hold `close` until they time out;
-      // those with one are hung up once it is answered (see `send`).
-      server.closeIdleConnections();
-    });
+    // Connections with a request in flight are hung up once it is answered (see `send`).
+    this.closing ??= closeServer(server, this.options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS);
     return this.closing;
   }
 

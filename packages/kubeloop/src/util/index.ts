@@ -16,6 +16,7 @@ export {
   selfSignedCertificate,
   type Validity,
 } from "./pki.js";
+export { closeServer } from "./server.js";
 export { type PollOptions, PollTimeoutError, pollUntil, sleep } from "./time.js";
 export {
   CERT_FILE,

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:https";
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { KubeObject } from "../client/index.js";
 import { versionOf } from "../resources/internal.js";
-import { CertificateFolder, expiryOf, type ServingCertificate } from "../util/index.js";
+import { CertificateFolder, closeServer, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
 
@@ -80,6 +80,8 @@ export interface WebhookMetrics {
 }
 
 const tracer = trace.getTracer("kubeloop");
+/** How long `close()` lets the API server's reviews in flight finish before hanging up. */
+const CLOSE_GRACE_MS = 5_000;
 
 /** The port the webhook server listens on by default: controller-runtime's. */
 export const DEFAULT_WEBHOOK_PORT = 9443;
@@ -152,6 +154,7 @@ export class WebhookServer {
   private readonly handlers = new Map<string, Handler>();
   private server: Server | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
   private readonly certFolder: CertificateFolder | undefined;
 
   constructor(private readonly options: WebhookServerOptions) {
@@ -255,6 +258,8 @@ export class WebhookServer {
 
   async start(): Promise<void> {
     const server = createServer(this.readTls(), (req, res) => {
+      // Shutting down: the API server's keep-alive connection goes once this request is answered.
+      if (this.closing) res.setHeader("connection", "close");
       const path = (req.url ?? "").split("?")[0] ?? "";
       const handler = this.handlers.get(path);
       if (!handler || req.method !== "POST") {
@@ -319,10 +324,15 @@ export class WebhookServer {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops accepting connections and answers the reviews in flight; the API server's keep-alive
+   * connections are hung up as they go quiet, and whatever is still open after 5 s. Safe to call twice.
+   */
+  close(): Promise<void> {
     clearInterval(this.timer);
-    await new Promise((resolve) => (this.server ? this.server.close(resolve) : resolve(undefined)));
-    this.server?.closeAllConnections();
+    if (!this.server) return Promise.resolve();
+    this.closing ??= closeServer(this.server, CLOSE_GRACE_MS);
+    return this.closing;
   }
 
   /** New connections get the new certificate; open ones keep theirs until they close. */
