@@ -27,6 +27,9 @@ export async function startOperator(env: Record<string, string>): Promise<Operat
   const operator = startProcess("src/main.ts", {
     cwd: root,
     env: { METRICS_PORT: String(metricsPort), PROBE_PORT: String(probePort), LOG_LEVEL: "info", ...env },
+    // The Manager's 30 s for reconciles in flight, then the rest of its shutdown: a SIGKILL before
+    // that would hide what the shutdown waited for (its warnings name the step).
+    stopGraceMs: 60_000,
   });
   return Object.assign(operator, { metricsPort, probePort });
 }

@@ -127,14 +127,15 @@ describe("Manager", () => {
     await limited.close();
   });
 
-  it("finishes a slow reconcile on SIGTERM, releases its lease, and exits 0", async () => {
+  it("finishes a slow reconcile on SIGTERM, naming what the shutdown waits for, releases its lease, and exits 0", async () => {
     await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "slow" } });
     const script = join(import.meta.dirname, "../../test/scripts/slow-operator.mjs");
     const child = spawn(process.execPath, [script], {
       env: {
         ...process.env,
         KUBECONFIG: plane.kubeconfigPath,
-        SLOW_MS: "2000",
+        // Longer than the 5 s after which a shutdown step still waiting is named in a warning.
+        SLOW_MS: "6000",
         LEASE_NAMESPACE: "slow",
         LOG_LEVEL: "warn",
       },
@@ -143,6 +144,10 @@ describe("Manager", () => {
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
+    });
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
     });
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     const lease = resourceType<KubeObject & { spec?: { holderIdentity?: string } }>(
@@ -167,6 +172,11 @@ describe("Manager", () => {
     expect(await exited).toBe(0);
     expect(stderr).toContain("reconcile finished heavy");
     expect(stderr.indexOf("reconcile finished heavy")).toBeLessThan(stderr.indexOf("manager returned"));
+    const waiting = stdout
+      .split("\n")
+      .filter((line) => line.includes("shutdown still waiting"))
+      .map((line) => JSON.parse(line) as { step: string });
+    expect(waiting.map((line) => line.step)).toContain("controllers");
     const released = await client.get(lease, "slow-operator", { namespace: "slow" });
     expect(released.spec?.holderIdentity ?? "").toBe("");
   });

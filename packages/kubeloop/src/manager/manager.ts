@@ -144,6 +144,8 @@ export interface MetricsServing {
 export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 /** controller-runtime's GracefulShutdownTimeout default. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+/** How often a shutdown step that has not ended is named in a warning. */
+const SHUTDOWN_STEP_WARNING_MS = 5_000;
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
 /** kubebuilder's port for secure metrics (`--metrics-bind-address=:8443`). */
@@ -583,17 +585,38 @@ export class Manager {
   private async shutDown(): Promise<void> {
     this.logger.info("shutting down");
     const grace = this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
-    await Promise.all(this.controllers.map((c) => c.stop(grace)));
-    await Promise.all(this.clusterSets.map(({ clusters }) => clusters.stop()));
-    await this.elector?.stop();
-    await this.shardingInstance?.stop();
-    await this.registryInstance?.stopAll();
-    await Promise.all(this.recorders.map((r) => r.close()));
-    await Promise.all([this.probeServer?.close(), this.metricsServer?.close(), this.webhookServer?.close()]);
-    if (this.ownsClient) await this.clientInstance?.close();
-    await this.tracing?.flush();
+    await this.shutdownStep("controllers", Promise.all(this.controllers.map((c) => c.stop(grace))));
+    await this.shutdownStep("clusters", Promise.all(this.clusterSets.map(({ clusters }) => clusters.stop())));
+    await this.shutdownStep("leader election", this.elector?.stop());
+    await this.shutdownStep("sharding", this.shardingInstance?.stop());
+    await this.shutdownStep("informers", this.registryInstance?.stopAll());
+    await this.shutdownStep("event recorders", Promise.all(this.recorders.map((r) => r.close())));
+    await this.shutdownStep(
+      "servers",
+      Promise.all([this.probeServer?.close(), this.metricsServer?.close(), this.webhookServer?.close()]),
+    );
+    if (this.ownsClient) await this.shutdownStep("client", this.clientInstance?.close());
+    await this.shutdownStep("tracing", this.tracing?.flush());
     this.logger.info("stopped");
     this.resolveStopped();
+  }
+
+  /**
+   * One step of the shutdown; every 5 s it has not ended, a warning names it, so a shutdown that
+   * hangs (and ends in the kubelet's SIGKILL) says what it was waiting for.
+   */
+  private async shutdownStep(step: string, done: Promise<unknown> | undefined): Promise<void> {
+    if (!done) return;
+    const started = performance.now();
+    const timer = setInterval(() => {
+      const seconds = Math.round((performance.now() - started) / 1000);
+      this.logger.warn({ step, seconds }, "shutdown still waiting");
+    }, SHUTDOWN_STEP_WARNING_MS);
+    try {
+      await done;
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   private controllerHooks(controller: Controller<KubeObject>): ControllerMetricsSink {
