@@ -3,7 +3,7 @@
 // controller in a Manager in this process, on a clock the test jumps to the next slot.
 import { Client, isTrue, Manager } from "kubeloop";
 import { Job } from "kubeloop/k8s";
-import { ControlPlane, type CrdObject, JumpClock } from "kubeloop/testing";
+import { ControlPlane, type CrdObject, JumpClock, PollTimeoutError, pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CronJobObject, cronJobControllerWith, SCHEDULED_AT } from "../src/cronjob.ts";
 import { CronJob } from "../src/resources.ts";
@@ -43,11 +43,12 @@ async function create(namespace: string, name: string, spec: Partial<CronJobObje
 const jobs = async (namespace: string) => (await client.list(Job, { namespace })).items;
 
 /**
- * Jumps the operator's clock to just past the next 5-minute slot, once the CronJob's last reconcile
- * is done (its status shows no Job running): one under way would compute its wait from before the
- * jump and sleep through the slot.
+ * Jumps the operator's clock to just past the next 5-minute slot, once the CronJob's status shows
+ * no Job running, until `started` holds. A reconcile can still be under way then (its status
+ * written, its wait not yet scheduled): it computes that wait from before the jump and sleeps
+ * through the slot, so when nothing starts within 5 s the clock jumps to the slot after.
  */
-async function jumpToNextSlot(namespace: string, name: string) {
+async function jumpUntil(namespace: string, name: string, started: () => Promise<boolean>) {
   await expect
     .poll(
       async () => {
@@ -57,8 +58,16 @@ async function jumpToNextSlot(namespace: string, name: string) {
       { timeout: 20_000 },
     )
     .toBe(true);
-  const now = clock.now();
-  clock.jump(5 * 60_000 - (now % (5 * 60_000)) + 1_000);
+  for (let jump = 1; ; jump++) {
+    const now = clock.now();
+    clock.jump(5 * 60_000 - (now % (5 * 60_000)) + 1_000);
+    try {
+      await pollUntil(started, { timeoutMs: 5_000, message: `a Job of ${namespace}/${name} to start` });
+      return;
+    } catch (error) {
+      if (!(error instanceof PollTimeoutError) || jump === 4) throw error;
+    }
+  }
 }
 
 /** What the Job controller would write once a Job's pod succeeded (no controller-manager here). */
@@ -89,8 +98,8 @@ describe("the tutorial's CronJob operator", () => {
       .toBe(true);
     expect(await jobs("tick")).toEqual([]); // no slot has passed since it was created
 
-    await jumpToNextSlot("tick", "tick");
-    await expect.poll(async () => (await jobs("tick")).length, { timeout: 20_000 }).toBe(1);
+    await jumpUntil("tick", "tick", async () => (await jobs("tick")).length > 0);
+    expect(await jobs("tick")).toHaveLength(1);
     const [job] = await jobs("tick");
     expect(job?.spec?.template.spec?.containers[0]).toMatchObject({
       image: "busybox:1.37",
@@ -111,12 +120,11 @@ describe("the tutorial's CronJob operator", () => {
     await create("tidy", "tidy", { historyLimit: 1 });
     for (let slot = 1; slot <= 2; slot++) {
       await finish("tidy");
-      await jumpToNextSlot("tidy", "tidy");
-      await expect
-        .poll(async () => (await client.get(CronJob, "tidy", { namespace: "tidy" })).status?.active?.length, {
-          timeout: 20_000,
-        })
-        .toBe(1);
+      await jumpUntil(
+        "tidy",
+        "tidy",
+        async () => (await client.get(CronJob, "tidy", { namespace: "tidy" })).status?.active?.length === 1,
+      );
     }
     await finish("tidy");
     // Two or more finished Jobs, a limit of one: only the newest stays.
