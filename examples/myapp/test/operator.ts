@@ -19,20 +19,11 @@ export async function startOperator(entry: string, env: Record<string, string>):
   });
 }
 
-/**
- * Polls `check` every 200 ms until it holds; throws naming `what` after `ms`, with the end of
- * `operator`'s output when one is given (why a release did not get there).
- */
+/** Polls `check` every 200 ms until it holds; throws naming `what` after `ms`. */
 export async function until(
   check: () => boolean | Promise<boolean>,
   ms: number,
   what: string,
-  operator?: Operator,
 ): Promise<void> {
-  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what }).catch((error: Error) => {
-    if (!operator) throw error;
-    throw new Error(`${error.message}\nits output ends:\n${operator.output().slice(-4000)}`, {
-      cause: error,
-    });
-  });
+  await pollUntil(check, { timeoutMs: ms, intervalMs: 200, message: what });
 }

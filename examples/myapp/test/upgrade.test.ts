@@ -131,23 +131,21 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
       WEBHOOK_CERT_DIR: serving.certDir,
       WEBHOOK_PORT: String(serving.port),
     });
-    await until(
-      () => /"webhooks serving"/.test(release2.output()),
-      30_000,
-      "release 2's webhook server",
-      release2,
-    );
+    await release2.waitUntil(() => /"webhooks serving"/.test(release2.output()), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: "release 2's webhook server",
+    });
     await plane.installCrdObjects(
       serving.rewrite(
         readManifests([join(root, "config/crd/myapps.apps.example.com.yaml")]),
       ) as unknown as CrdObject[],
     );
-    await until(
-      () => /"waiting for leadership"/.test(release2.output()),
-      60_000,
-      "release 2 to stand by",
-      release2,
-    );
+    await release2.waitUntil(() => /"waiting for leadership"/.test(release2.output()), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      message: "release 2 to stand by",
+    });
     // Release 1 keeps working meanwhile, its v1alpha1 writes converted by release 2's webhook.
     expect(
       (
@@ -194,7 +192,11 @@ describe("upgrading the operator from release 1 (v1alpha1) to release 2 (v1)", (
   it("release 1 stops, release 2 takes the Lease over, and v1alpha1 is no longer served", async () => {
     stoppedAt = Date.now();
     expect(await release1.stop(), release1.output().slice(-3000)).toBe(0);
-    await until(() => /"became leader"/.test(release2.output()), 30_000, "release 2 to lead", release2);
+    await release2.waitUntil(() => /"became leader"/.test(release2.output()), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      message: "release 2 to lead",
+    });
     const retired = await migrate(["--retire", "v1alpha1"]);
     expect(retired.code, retired.out).toBe(0);
     expect(retired.out).toContain("no longer served: v1alpha1");
