@@ -7,7 +7,10 @@
 //     for the alerts of the example and of kubeloop's generated monitoring (kubeloop/testing's
 //     PrometheusServer and promtool());
 //   - Chromium, Debian's `chromium`, at /usr/bin/chromium: the book's test opens the built site in
-//     it, headless, through playwright-core (about two minutes to install, once).
+//     it, headless, through playwright-core (about two minutes to install, once);
+//   - the real nodes' host side (the control plane's `node` profile): iptables for kube-proxy and
+//     the plane's FORWARD rules, and a C toolchain with libseccomp's headers to build runc (with
+//     seccomp, which Pod Security `restricted` needs) and the pause binary.
 // Plain JavaScript with no dependencies, like bootstrap.mjs: it runs before the workspace exists.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -39,6 +42,16 @@ const NEEDS = {
     present: () => existsSync("/usr/bin/chromium"),
     packages: ["chromium"],
   },
+  nodeStack: {
+    what: "the real nodes' tools (iptables; gcc, pkg-config and libseccomp's headers to build runc)",
+    present: () =>
+      onPath("iptables") &&
+      onPath("gcc") &&
+      onPath("pkg-config") &&
+      spawnSync("pkg-config", ["--exists", "libseccomp"]).status === 0 &&
+      existsSync("/usr/include/stdio.h"),
+    packages: ["iptables", "gcc", "libc6-dev", "pkg-config", "libseccomp-dev"],
+  },
   promtool: {
     what: "Prometheus (promtool and the server)",
     present: () =>
@@ -50,7 +63,7 @@ const NEEDS = {
 
 /** The needs of each README task. */
 export const TASK_NEEDS = {
-  test: ["postgres", "promtool", "chromium"],
+  test: ["postgres", "promtool", "chromium", "nodeStack"],
   "demo:sampledb": ["postgres"],
   "bench:sampledb": ["postgres"],
 };

@@ -1,5 +1,5 @@
 import { after, controller, done, type ObjectOf } from "kubeloop";
-import { Deployment, Pod } from "kubeloop/k8s";
+import { Deployment, Pod, Service } from "kubeloop/k8s";
 import { Nginx } from "./resources.ts";
 
 export type NginxObject = ObjectOf<typeof Nginx>;
@@ -49,6 +49,17 @@ function deploymentFor(nginx: NginxObject) {
   };
 }
 
+/** The Service in front of the pods: port 80 of `<name>.<namespace>.svc`, to the pods' `http` port. */
+function serviceFor(nginx: NginxObject) {
+  const labels = podLabels(nginx);
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: nginx.metadata?.name ?? "", namespace: nginx.metadata?.namespace ?? "", labels },
+    spec: { selector: labels, ports: [{ name: "http", port: 80, targetPort: "http" }] },
+  };
+}
+
 function isRunningAndReady(pod: {
   status?: { phase?: string; conditions?: { type: string; status: string }[] };
 }) {
@@ -59,12 +70,13 @@ function isRunningAndReady(pod: {
 }
 
 /**
- * Nginx → a Deployment of `spec.replicas` pods, owned by it (deleted with it); `status.nodes`
- * lists the running pods; `Ready` is true once all of them run.
+ * Nginx → a Deployment of `spec.replicas` pods and a Service in front of them, owned by it (deleted
+ * with it); `status.nodes` lists the running pods; `Ready` is true once all of them run.
  */
 export const nginxController = controller(Nginx)
   .named(OPERATOR_NAME)
   .owns(Deployment)
+  .owns(Service)
   .watches(
     Pod,
     (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
@@ -74,6 +86,7 @@ export const nginxController = controller(Nginx)
     if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
     const replicas = nginx.spec.replicas;
     await ctx.apply(deploymentFor(nginx));
+    await ctx.apply(serviceFor(nginx));
     const pods = ctx.cache
       .list(Pod, { namespace: ctx.namespace ?? "", labels: podLabels(nginx) })
       .filter((pod) => !pod.metadata?.deletionTimestamp && isRunningAndReady(pod));

@@ -16,8 +16,11 @@ export interface CliResult {
  * A fresh cluster folder for a test file that drives the built `kubeloop` CLI, and a function that
  * runs it; after the file's tests, `kubeloop cluster stop` and the folder is removed.
  */
-export function clusterCli(prefix: string): { dir: string; kubeloop: (...args: string[]) => CliResult } {
-  const dir = join(mkdtempSync(join(tmpdir(), prefix)), "cluster");
+export function clusterCli(
+  prefix: string,
+  base = tmpdir(),
+): { dir: string; kubeloop: (...args: string[]) => CliResult } {
+  const dir = join(mkdtempSync(join(base, prefix)), "cluster");
   const kubeloop = (...args: string[]): CliResult => {
     const result = spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 180_000 });
     return { code: result.status, stdout: result.stdout, stderr: result.stderr };

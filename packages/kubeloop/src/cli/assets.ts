@@ -14,9 +14,11 @@ import {
 import { CliError } from "./errors.js";
 
 const USAGE = `Usage:
-  kubeloop assets build [--component kubernetes|etcd|kwok|helm|olm]... [--kubernetes-version 1.33]...
-      Builds the pinned control-plane binaries, helm and OLM's operator-verify from Go modules
-      (needs Go ≥ 1.26), unless already cached.
+  kubeloop assets build [--component NAME]... [--kubernetes-version 1.33]...
+      Builds the pinned control-plane binaries, the node stack (kubelet, kube-proxy, containerd,
+      runc, CNI plugins, CoreDNS, registry), helm and OLM's operator-verify from Go modules
+      (needs Go ≥ 1.26; runc needs gcc and libseccomp-dev), unless already cached.
+      Components: ${Object.keys(COMPONENTS).join(", ")}.
       --kubernetes-version may repeat; each version is cached beside the others.
   kubeloop assets where [--kubernetes-version 1.33]
       Prints where each binary comes from (KUBEBUILDER_ASSETS, or the cache).

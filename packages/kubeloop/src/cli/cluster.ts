@@ -4,8 +4,14 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Client } from "../client/index.js";
-import { type BinaryName, ControlPlane, ensureAssets, type Profile } from "../testing/index.js";
-import { isProcessAlive } from "../testing/internal.js";
+import {
+  type BinaryName,
+  ControlPlane,
+  defaultAssetsRoot,
+  ensureAssets,
+  type Profile,
+} from "../testing/index.js";
+import { baseImage, importImage, isProcessAlive, REAL_NODE_BINARIES } from "../testing/internal.js";
 import { sleep } from "../util/index.js";
 import { CliError } from "./errors.js";
 
@@ -18,18 +24,22 @@ import { CliError } from "./errors.js";
  */
 
 const USAGE = `Usage:
-  kubeloop cluster start  [--profile apiserver|cluster] [--hardened] [--nodes N] [--dir DIR]
+  kubeloop cluster start  [--profile apiserver|cluster|node] [--hardened] [--nodes N] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop   [--dir DIR]
+  kubeloop cluster load   ARCHIVE... [--dir DIR]    (node profile: an image tarball into every node)
+  kubeloop cluster load   --base tools|nginx [--dir DIR]   (an image made here from Debian's packages)
   kubeloop cluster run    [--profile …] [--hardened] [--nodes N] [--dir DIR]   (in the foreground, until Ctrl-C)
 
   --profile  apiserver: etcd + kube-apiserver (default)
-             cluster:   also controller manager, scheduler and kwok fake nodes (Pods run)
+             cluster:   also controller manager, scheduler and kwok fake nodes (Pods are simulated)
+             node:      real nodes: containerd, runc, kubelet, kube-proxy, CoreDNS (Pods are
+                        real containers; needs root and cgroups)
   --hardened with either profile, the API server of a hardened cluster (OpenShift, CIS):
              owner-reference permission enforcement, Pod Security restricted on every
              namespace, AlwaysPullImages, NodeRestriction, EventRateLimit, no anonymous
              access, an audit log in the logs folder
-  --nodes    fake nodes in the cluster profile (default 1)
+  --nodes    nodes in the cluster and node profiles (default 1)
   --dir      the cluster's folder (default .kubeloop/cluster)`;
 
 export const DEFAULT_CLUSTER_DIR = ".kubeloop/cluster";
@@ -49,6 +59,8 @@ export interface ClusterState {
   kubeconfig?: string;
   /** The API server's audit log, in a hardened plane. */
   auditLog?: string;
+  /** The node profile's containerd sockets, which `cluster load` imports images through. */
+  runtimes?: string[];
   components?: { name: string; pid: number | undefined; logPath: string }[];
   error?: string;
   startedAt: string;
@@ -63,9 +75,15 @@ interface ClusterFlags {
 
 export async function clusterCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  const { values } = parseArgs({
+  if (sub === "--help" || sub === "-h" || sub === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  const { values, positionals } = parseArgs({
     args: rest,
+    allowPositionals: true,
     options: {
+      base: { type: "string" },
       profile: { type: "string" },
       hardened: { type: "boolean" },
       nodes: { type: "string" },
@@ -78,8 +96,8 @@ export async function clusterCommand(argv: string[]): Promise<number> {
     return values.help ? 0 : 1;
   }
   const profile = (values.profile ?? "apiserver") as Profile;
-  if (profile !== "apiserver" && profile !== "cluster") {
-    throw new CliError(`--profile must be apiserver or cluster, got "${values.profile}"`);
+  if (profile !== "apiserver" && profile !== "cluster" && profile !== "node") {
+    throw new CliError(`--profile must be apiserver, cluster or node, got "${values.profile}"`);
   }
   const nodes = values.nodes === undefined ? 1 : Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
@@ -100,6 +118,8 @@ export async function clusterCommand(argv: string[]): Promise<number> {
       return stop(flags);
     case "run":
       return run(flags);
+    case "load":
+      return load(flags, positionals, values.base);
     default:
       throw new CliError(`unknown cluster command "${sub}"\n\n${USAGE}`);
   }
@@ -285,6 +305,7 @@ async function run(flags: ClusterFlags): Promise<number> {
     kubeconfig: plane.kubeconfigPath,
     ...(plane.hardened ? { auditLog: plane.auditLogPath } : {}),
     components: plane.components,
+    ...(plane.profile === "node" ? { runtimes: plane.containerRuntimeSockets } : {}),
   };
   if (!stopRequested) writeState(flags.dir, ready);
   console.error(`ready: ${plane.server} (kubeconfig ${plane.kubeconfigPath})`);
@@ -297,8 +318,41 @@ async function run(flags: ClusterFlags): Promise<number> {
   return 0;
 }
 
+/** `cluster load`: each archive (or a base image made here) into every node of a running node-profile cluster. */
+async function load(flags: ClusterFlags, archives: string[], base: string | undefined): Promise<number> {
+  const state = liveState(flags.dir);
+  if (state?.phase !== "ready")
+    throw new CliError(
+      `no cluster is running in ${flags.dir}: start one with \`kubeloop cluster start --profile node\``,
+    );
+  if (!state.runtimes?.length)
+    throw new CliError(
+      `the cluster in ${flags.dir} has no container runtime to load into (profile ${state.profile}): ` +
+        "images load into the node profile's real nodes (`--profile node`)",
+    );
+  const paths = [...archives.map((archive) => resolve(archive))];
+  if (base !== undefined) {
+    if (base !== "tools" && base !== "nginx")
+      throw new CliError(`--base must be tools or nginx, got "${base}"`);
+    paths.push(baseImage(base, defaultAssetsRoot()).path);
+  }
+  if (paths.length === 0) throw new CliError("cluster load needs an image archive (or --base tools|nginx)");
+  const { binaries } = await ensureAssets(["ctr"]);
+  for (const archive of paths) {
+    if (!existsSync(archive)) throw new CliError(`${archive} does not exist`);
+    const names = new Set<string>();
+    for (const socket of state.runtimes) {
+      for (const name of importImage(binaries.ctr as string, socket, archive)) names.add(name);
+    }
+    console.log(`loaded ${[...names].join(", ") || archive} into ${state.runtimes.length} node(s)`);
+  }
+  return 0;
+}
+
 function binariesFor(profile: Profile): BinaryName[] {
   const base: BinaryName[] = ["etcd", "kube-apiserver"];
+  if (profile === "node")
+    return [...base, "kube-controller-manager", "kube-scheduler", ...REAL_NODE_BINARIES];
   return profile === "cluster" ? [...base, "kube-controller-manager", "kube-scheduler", "kwok"] : base;
 }
 

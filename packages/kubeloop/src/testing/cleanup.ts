@@ -69,18 +69,20 @@ while kill -0 "$owner" 2>/dev/null && [ -f "$pids" ]; do sleep 1; done
 for p in $(cat "$pids"); do kill -TERM "$p" 2>/dev/null; done
 sleep 2
 for p in $(cat "$pids"); do kill -KILL "$p" 2>/dev/null; done
+[ -n "$KUBELOOP_TEARDOWN" ] && [ -f "$KUBELOOP_TEARDOWN" ] && sh "$KUBELOOP_TEARDOWN"
 rm -f "$pids"
 for d in "$@"; do rm -rf "$d"; done
 `;
 
 /** Starts a watchdog for a plane whose process ids are listed, one a line, in `pidFile`. */
-export function startWatchdog(pidFile: string, removeOnOrphan: string[]): void {
+export function startWatchdog(pidFile: string, removeOnOrphan: string[], teardownScript?: string): void {
   const child = spawn(
     "sh",
     ["-c", WATCHDOG, "kubeloop-watchdog", String(process.pid), pidFile, ...removeOnOrphan],
     {
       detached: true,
       stdio: "ignore",
+      env: { ...process.env, KUBELOOP_TEARDOWN: teardownScript ?? "" },
     },
   );
   child.on("error", () => {

@@ -7,6 +7,7 @@
  */
 export { ControlPlane } from "./control-plane/control-plane.js";
 export type { AuditRecord } from "./control-plane/hardened.js";
+export type { BaseImageName } from "./control-plane/node-images.js";
 export {
   type ComponentInfo,
   type ComponentName,

@@ -37,6 +37,7 @@ export {
 } from "./assets/index.js";
 export {
   type AuditRecord,
+  type BaseImageName,
   type ComponentInfo,
   ControlPlane,
   type ControlPlaneOptions,

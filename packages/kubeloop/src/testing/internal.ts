@@ -3,4 +3,7 @@
  * so it is out of a user's reach, and the layering rule lets other layers import it like the index
  * (docs/architecture.md).
  */
+
+export { REAL_NODE_BINARIES } from "./control-plane/node-host.js";
+export { baseImage, importImage } from "./control-plane/node-images.js";
 export { isProcessAlive } from "./process.js";

@@ -205,6 +205,11 @@ export interface ProcessGroupOptions {
   removeOnOrphan: string[];
   /** Removes the owner's files; synchronous, as exit handlers call it too. */
   removeFiles: () => void;
+  /**
+   * A shell script the watchdog runs (when it exists) before removing the folders: what the owner's
+   * `removeFiles` would have undone beyond files (real nodes' namespaces, links, rules, cgroups).
+   */
+  teardownScript?: string;
   /** Kill the group on SIGINT/SIGTERM/SIGHUP before the owner goes. Default true. */
   handleSignals?: boolean;
   /**
@@ -240,7 +245,7 @@ export class ProcessGroup {
 
   constructor(private readonly options: ProcessGroupOptions) {
     writeFileSync(options.pidFile, "");
-    startWatchdog(options.pidFile, options.removeOnOrphan);
+    startWatchdog(options.pidFile, options.removeOnOrphan, options.teardownScript);
     track(this.disposable, options.handleSignals ?? true);
   }
 

@@ -3,6 +3,8 @@
 import { ControlPlane } from "../../dist/testing/index.js";
 
 const plane = await new ControlPlane({ profile: process.argv[3] ?? "apiserver" }).start();
-process.stdout.write(`${JSON.stringify({ dir: plane.dir, pids: plane.components.map((c) => c.pid) })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ dir: plane.dir, server: plane.server, pids: plane.components.map((c) => c.pid) })}\n`,
+);
 if (process.argv[2] === "throw") throw new Error("the test failed");
 setInterval(() => {}, 1000);

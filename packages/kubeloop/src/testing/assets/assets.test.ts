@@ -116,7 +116,30 @@ describe("the shipping tools", () => {
       });
     }
     // `kubeloop assets build` (npm test's assets step) builds every component, these included.
-    expect(Object.keys(COMPONENTS)).toEqual(["kubernetes", "etcd", "kwok", "helm", "olm"]);
+    expect(Object.keys(COMPONENTS)).toEqual([
+      "kubernetes",
+      "etcd",
+      "kwok",
+      "helm",
+      "olm",
+      "kubernetes-node",
+      "containerd",
+      "runc",
+      "cni-plugins",
+      "coredns",
+      "registry",
+    ]);
+  });
+
+  it("puts the node stack's kubelet and kube-proxy in the control plane's version, and the rest on pins of their own", () => {
+    expect(componentOf("kubelet", "1.33.13")).toEqual({
+      name: "kubernetes-node",
+      version: "1.33.13",
+      binaries: ["kubelet", "kube-proxy", "pause"],
+    });
+    expect(componentOf("containerd-shim-runc-v2").name).toBe("containerd");
+    expect(componentOf("ptp").binaries).toEqual(["ptp", "host-local", "loopback", "portmap"]);
+    expect(componentOf("runc", "1.33.13")).toEqual(componentOf("runc"));
   });
 
   it("is found in the cache under its own version", () => {

@@ -165,61 +165,75 @@ type Recipe = (context: RecipeContext) => Promise<void>;
 
 /** One function per component: the steps that turn its module into binaries. */
 const RECIPES: Record<ComponentName, Recipe> = {
+  kubernetes: buildKubernetes,
+
+  /** The node's kubelet and kube-proxy, from the same wrapper as the control plane, and the pause binary. */
+  async "kubernetes-node"(context) {
+    await buildKubernetes(context);
+    await buildPause(context);
+  },
+
+  /** containerd has no `replace` directives; btrfs and devmapper need cgo and libraries we do not use. */
+  async containerd(context) {
+    const version = `v${context.spec.version}`;
+    const base = "github.com/containerd/containerd/v2";
+    await download(context, "containerd", "containerd", `${base}@${version}`);
+    const packages = ["containerd", "containerd-shim-runc-v2", "ctr"].map((cmd) => `${base}/cmd/${cmd}`);
+    await compile(context, packages, [
+      "-tags=no_btrfs,no_devmapper,no_zfs",
+      `-ldflags=-s -w -X ${base}/version.Version=${version} -X ${base}/version.Package=${base}`,
+    ]);
+  },
+
   /**
-   * `k8s.io/kubernetes` requires its staging modules at the non-existent v0.0.0 and maps them with
-   * `replace … => ./staging/…`, which only the main module may do. So we write a wrapper module that
-   * replaces every staging module with its published twin (v1.X.Y ↔ v0.X.Y), taking the list from
-   * the tag's own go.mod so it is right for any release.
+   * runc needs cgo (its nsenter is C) and libseccomp, without which every pod asking for the
+   * RuntimeDefault seccomp profile (Pod Security `restricted`) fails to start.
    */
-  async kubernetes(context) {
-    const { spec, run, goBinary } = context;
-    const tag = `v${spec.version}`;
-    const staging = `v0.${spec.version.slice(spec.version.indexOf(".") + 1)}`;
-    await initModule(context, "kubeloop.local/kubernetes");
-    context.progress(`  resolving k8s.io/kubernetes@${tag} and its staging modules`);
-    const download = JSON.parse(
-      await runGo(
-        "Reading k8s.io/kubernetes's go.mod",
-        ["mod", "download", "-json", `k8s.io/kubernetes@${tag}`],
-        run,
-        goBinary,
-      ),
-    ) as { GoMod?: string; Error?: string };
-    if (download.Error || !download.GoMod) {
-      throw new AssetsError(
-        `Could not fetch k8s.io/kubernetes@${tag} from the Go module proxy: ${download.Error}`,
-      );
-    }
-    const upstream = parseGoMod(readFileSync(download.GoMod, "utf8"));
-    const edits = [`-go=${upstream.go}`, `-require=k8s.io/kubernetes@${tag}`];
-    // GODEBUG defaults come only from the main module: mirror upstream's so TLS/x509 behave as released.
-    if (upstream.godebugDefault) edits.push(`-godebug=default=${upstream.godebugDefault}`);
-    for (const module of upstream.stagingModules) edits.push(`-replace=${module}=${module}@${staging}`);
-    await runGo("Writing the wrapper go.mod", ["mod", "edit", ...edits], run, goBinary);
-    const packages = spec.binaries.map((binary) => `k8s.io/kubernetes/cmd/${binary}`);
-    context.progress(
-      `  downloading modules (${upstream.stagingModules.length} staging modules at ${staging})`,
+  async runc(context) {
+    requireCgoToolchain();
+    const cgo = { ...context, run: { ...context.run, env: { ...context.run.env, CGO_ENABLED: "1" } } };
+    await download(cgo, "runc", "runc", `github.com/opencontainers/runc@v${context.spec.version}`);
+    await compile(
+      cgo,
+      ["github.com/opencontainers/runc"],
+      ["-tags=seccomp", `-ldflags=-s -w -X main.version=${context.spec.version}`],
     );
-    await runGo(
-      "Downloading Kubernetes modules",
-      ["get", ...packages.map((p) => `${p}@${tag}`)],
-      run,
-      goBinary,
+  },
+
+  /** The plugins kind and local-up-cluster install: ptp for pod links, host-local for addresses, portmap, loopback. */
+  async "cni-plugins"(context) {
+    const base = "github.com/containernetworking/plugins";
+    await download(context, "cni-plugins", "CNI plugins", `${base}@v${context.spec.version}`);
+    const paths = {
+      ptp: "main/ptp",
+      "host-local": "ipam/host-local",
+      loopback: "main/loopback",
+      portmap: "meta/portmap",
+    };
+    await compile(
+      context,
+      Object.values(paths).map((path) => `${base}/plugins/${path}`),
+      [`-ldflags=-s -w -X ${base}/pkg/utils/buildversion.BuildVersion=v${context.spec.version}`],
     );
-    const minor = spec.version.split(".")[1];
-    const buildDate = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    const ldflags = ["-s", "-w"];
-    // Without these, /version says v0.0.0 and kubectl and kwok cannot tell what they talk to.
-    for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
-      ldflags.push(
-        `-X ${pkg}.gitVersion=${tag}`,
-        `-X ${pkg}.gitMajor=1`,
-        `-X ${pkg}.gitMinor=${minor}`,
-        `-X ${pkg}.gitTreeState=clean`,
-        `-X ${pkg}.buildDate=${buildDate}`,
-      );
-    }
-    await compile(context, packages, ["-tags=selinux,notest,grpcnotrace", `-ldflags=${ldflags.join(" ")}`]);
+  },
+
+  /** CoreDNS's version is a constant in its source. */
+  async coredns(context) {
+    await download(context, "coredns", "CoreDNS", `github.com/coredns/coredns@v${context.spec.version}`);
+    await compile(context, ["github.com/coredns/coredns"], ["-ldflags=-s -w"]);
+  },
+
+  /** distribution's registry: the image registry the nodes pull from. */
+  async registry(context) {
+    const base = "github.com/distribution/distribution/v3";
+    await download(context, "registry", "distribution", `${base}/cmd/registry@v${context.spec.version}`);
+    await compile(
+      context,
+      [`${base}/cmd/registry`],
+      [
+        `-ldflags=-s -w -X ${base}/version.version=v${context.spec.version} -X ${base}/version.mainpkg=${base}`,
+      ],
+    );
   },
 
   /** etcd's server module has a main package but `replace` directives, so it too needs a wrapper. */
@@ -277,6 +291,101 @@ const RECIPES: Record<ComponentName, Recipe> = {
     await compile(context, [command], ["-ldflags=-s -w"]);
   },
 };
+
+/**
+ * `k8s.io/kubernetes` requires its staging modules at the non-existent v0.0.0 and maps them with
+ * `replace … => ./staging/…`, which only the main module may do. So we write a wrapper module that
+ * replaces every staging module with its published twin (v1.X.Y ↔ v0.X.Y), taking the list from
+ * the tag's own go.mod so it is right for any release. Builds the component's Go binaries.
+ */
+async function buildKubernetes(context: RecipeContext): Promise<void> {
+  const { spec, run, goBinary } = context;
+  const tag = `v${spec.version}`;
+  const staging = `v0.${spec.version.slice(spec.version.indexOf(".") + 1)}`;
+  await initModule(context, "kubeloop.local/kubernetes");
+  context.progress(`  resolving k8s.io/kubernetes@${tag} and its staging modules`);
+  const download = JSON.parse(
+    await runGo(
+      "Reading k8s.io/kubernetes's go.mod",
+      ["mod", "download", "-json", `k8s.io/kubernetes@${tag}`],
+      run,
+      goBinary,
+    ),
+  ) as { GoMod?: string; Error?: string };
+  if (download.Error || !download.GoMod) {
+    throw new AssetsError(
+      `Could not fetch k8s.io/kubernetes@${tag} from the Go module proxy: ${download.Error}`,
+    );
+  }
+  const upstream = parseGoMod(readFileSync(download.GoMod, "utf8"));
+  const edits = [`-go=${upstream.go}`, `-require=k8s.io/kubernetes@${tag}`];
+  // GODEBUG defaults come only from the main module: mirror upstream's so TLS/x509 behave as released.
+  if (upstream.godebugDefault) edits.push(`-godebug=default=${upstream.godebugDefault}`);
+  for (const module of upstream.stagingModules) edits.push(`-replace=${module}=${module}@${staging}`);
+  await runGo("Writing the wrapper go.mod", ["mod", "edit", ...edits], run, goBinary);
+  const packages = spec.binaries
+    .filter((binary) => binary !== "pause")
+    .map((binary) => `k8s.io/kubernetes/cmd/${binary}`);
+  context.progress(`  downloading modules (${upstream.stagingModules.length} staging modules at ${staging})`);
+  await runGo(
+    "Downloading Kubernetes modules",
+    ["get", ...packages.map((p) => `${p}@${tag}`)],
+    run,
+    goBinary,
+  );
+  const minor = spec.version.split(".")[1];
+  const buildDate = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const ldflags = ["-s", "-w"];
+  // Without these, /version says v0.0.0 and kubectl and kwok cannot tell what they talk to.
+  for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+    ldflags.push(
+      `-X ${pkg}.gitVersion=${tag}`,
+      `-X ${pkg}.gitMajor=1`,
+      `-X ${pkg}.gitMinor=${minor}`,
+      `-X ${pkg}.gitTreeState=clean`,
+      `-X ${pkg}.buildDate=${buildDate}`,
+    );
+  }
+  await compile(context, packages, ["-tags=selinux,notest,grpcnotrace", `-ldflags=${ldflags.join(" ")}`]);
+}
+
+/** The sandbox ("pause") binary, compiled as upstream's Makefile does from the module's pause.c. */
+async function buildPause(context: RecipeContext): Promise<void> {
+  const moduleDir = await moduleField(
+    context,
+    "Locating the kubernetes module",
+    "{{.Dir}}",
+    "k8s.io/kubernetes",
+  );
+  const source = join(moduleDir, "build", "pause", "linux", "pause.c");
+  const version = /^TAG\s*\?=\s*(\S+)/m.exec(
+    readFileSync(join(moduleDir, "build", "pause", "Makefile"), "utf8"),
+  )?.[1];
+  if (!version) throw new AssetsError(`k8s.io/kubernetes's build/pause/Makefile has no TAG`);
+  requireCgoToolchain();
+  const result = spawnSync(
+    "gcc",
+    ["-Os", "-Wall", "-Werror", "-static", `-DVERSION=v${version}`, "-o", join(context.out, "pause"), source],
+    { encoding: "utf8" },
+  );
+  if (result.status !== 0)
+    throw new AssetsError(`Compiling pause.c failed: ${result.error?.message ?? result.stderr}`);
+  writeFileSync(join(context.out, "pause.version"), `${version}\n`);
+}
+
+/** runc and pause are C (cgo); say what to install rather than fail inside the compiler. */
+function requireCgoToolchain(): void {
+  const missing = [
+    ["gcc", ["--version"]],
+    ["pkg-config", ["--exists", "libseccomp"]],
+  ].filter(([binary, args]) => spawnSync(binary as string, args as string[]).status !== 0);
+  if (missing.length > 0) {
+    throw new AssetsError(
+      "Building the node stack (runc, pause) needs a C compiler and libseccomp's headers: " +
+        "apt-get install gcc libc6-dev pkg-config libseccomp-dev (as root), then run again.",
+    );
+  }
+}
 
 /** The stages kwokctl installs by default: nodes become Ready and heartbeat; pods run, finish and go. */
 const KWOK_STAGE_FILES = [
@@ -350,6 +459,15 @@ function flagsForList(flags: string[]): string[] {
 const VERSION_ARGS: Partial<Record<string, { args: string[]; printsVersion: boolean }>> = {
   helm: { args: ["version", "--short"], printsVersion: true },
   "operator-verify": { args: ["manifests", "--help"], printsVersion: false },
+  // pause prints its own version (3.10.x), not the Kubernetes release it came with.
+  pause: { args: ["-v"], printsVersion: false },
+  "containerd-shim-runc-v2": { args: ["-v"], printsVersion: true },
+  coredns: { args: ["-version"], printsVersion: true },
+  // A CNI plugin run by hand (no CNI_COMMAND) prints its name and version.
+  ptp: { args: [], printsVersion: true },
+  "host-local": { args: [], printsVersion: true },
+  loopback: { args: [], printsVersion: true },
+  portmap: { args: [], printsVersion: true },
 };
 
 /** Runs a fresh binary's `--version` so a broken build never lands in the cache. */

@@ -27,6 +27,20 @@ export const HELM_VERSION = "3.22.0";
 export const OLM_API_VERSION = "0.45.0";
 
 /**
+ * The node stack of the `node` profile (real pods), as kind 0.31 pins it for Kubernetes 1.36:
+ * containerd 2.3 (the LTS line Kubernetes 1.36 lists; Debian 12's 1.6 is past its end of life),
+ * the runc that containerd release is tested with, the CNI plugins kind and local-up-cluster use,
+ * the CoreDNS kubeadm 1.36 deploys, and distribution's registry for images pulled by the nodes.
+ * Each is built from its Go module like the control plane; docs/control-plane.md says why not
+ * Debian's packages.
+ */
+export const CONTAINERD_VERSION = "2.3.4";
+export const RUNC_VERSION = "1.4.3";
+export const CNI_PLUGINS_VERSION = "1.9.1";
+export const COREDNS_VERSION = "1.14.2";
+export const REGISTRY_VERSION = "3.1.1";
+
+/**
  * The oldest supported Kubernetes: 1.33 is three minors behind 1.36 and still a supported production
  * cluster in late 2026 (EKS and GKE extended support, AKS long-term support, OpenShift 4.20). Go 1.26
  * builds it unchanged, and it serves everything the client relies on (aggregated discovery v2, CEL
@@ -98,10 +112,34 @@ export type BinaryName =
   | "kube-scheduler"
   | "kwok"
   | "helm"
-  | "operator-verify";
+  | "operator-verify"
+  | "kubelet"
+  | "kube-proxy"
+  | "pause"
+  | "containerd"
+  | "containerd-shim-runc-v2"
+  | "ctr"
+  | "runc"
+  | "ptp"
+  | "host-local"
+  | "loopback"
+  | "portmap"
+  | "coredns"
+  | "registry";
 
 /** Which pinned build (a "component") ships which binaries. */
-export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm" | "olm";
+export type ComponentName =
+  | "kubernetes"
+  | "etcd"
+  | "kwok"
+  | "helm"
+  | "olm"
+  | "kubernetes-node"
+  | "containerd"
+  | "runc"
+  | "cni-plugins"
+  | "coredns"
+  | "registry";
 
 export interface ComponentSpec {
   readonly name: ComponentName;
@@ -126,6 +164,24 @@ export function componentsFor(kubernetesVersion: string): Readonly<Record<Compon
     kwok: { name: "kwok", version: KWOK_VERSION, binaries: ["kwok"] },
     helm: { name: "helm", version: HELM_VERSION, binaries: ["helm"] },
     olm: { name: "olm", version: OLM_API_VERSION, binaries: ["operator-verify"] },
+    "kubernetes-node": {
+      name: "kubernetes-node",
+      version: kubernetesVersion,
+      binaries: ["kubelet", "kube-proxy", "pause"],
+    },
+    containerd: {
+      name: "containerd",
+      version: CONTAINERD_VERSION,
+      binaries: ["containerd", "containerd-shim-runc-v2", "ctr"],
+    },
+    runc: { name: "runc", version: RUNC_VERSION, binaries: ["runc"] },
+    "cni-plugins": {
+      name: "cni-plugins",
+      version: CNI_PLUGINS_VERSION,
+      binaries: ["ptp", "host-local", "loopback", "portmap"],
+    },
+    coredns: { name: "coredns", version: COREDNS_VERSION, binaries: ["coredns"] },
+    registry: { name: "registry", version: REGISTRY_VERSION, binaries: ["registry"] },
   };
 }
 

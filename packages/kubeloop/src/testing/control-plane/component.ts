@@ -10,7 +10,18 @@ import type { ManagedProcess } from "../process.js";
  */
 
 /** The components of a plane, in start order; `stop()` goes in reverse. */
-export type ComponentName = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kwok";
+export type ComponentName =
+  | "etcd"
+  | "kube-apiserver"
+  | "kube-controller-manager"
+  | "kube-scheduler"
+  | "kwok"
+  | "coredns"
+  | "registry"
+  | NodeComponentName;
+
+/** A process of one real node (`node` profile), e.g. `kubelet-node-0`. */
+export type NodeComponentName = `${"node" | "containerd" | "kubelet" | "kube-proxy"}-${string}`;
 
 /** Every component listens on loopback only. */
 export const HOST = "127.0.0.1";
@@ -26,6 +37,10 @@ export interface StartContext {
   readonly admin: AdminHttp;
   /** Starts the component's binary with `args`, its output in `logs/<name>.log`. */
   spawn(name: ComponentName, args: string[]): ManagedProcess;
+  /** The path of a component's own binary. */
+  binary(name: ComponentName): string;
+  /** Starts `command` (a path) as the process of component `name`, e.g. a node's through nsenter. */
+  spawnCommand(name: ComponentName, command: string, args: string[], env?: NodeJS.ProcessEnv): ManagedProcess;
   /**
    * Polls `check` until it holds, within the attempt's deadline; fails at once, naming the
    * component and quoting its log, when any component dies meanwhile.

@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { ensureAssets, resolveKubernetesVersion } from "../assets/index.js";
+import { defaultAssetsRoot, ensureAssets, resolveKubernetesVersion } from "../assets/index.js";
 import type { BinaryName } from "../assets/versions.js";
 import { type CrdObject, installCrds, readCrds } from "../crds.js";
 import { ControlPlaneError } from "../errors.js";
@@ -10,6 +10,7 @@ import { freePorts } from "../ports.js";
 import { ProcessGroup, tempDir } from "../process.js";
 import { compactEtcd } from "./compaction.js";
 import type { Component, ComponentName, StartContext } from "./component.js";
+import { CoreDns } from "./coredns.js";
 import { mintServiceAccountToken, type PlanePki, writeKubeconfig, writePlanePki } from "./credentials.js";
 import { componentFailure } from "./diagnosis.js";
 import { Etcd } from "./etcd.js";
@@ -18,6 +19,18 @@ import { KubeApiServer } from "./kube-apiserver.js";
 import { KubeControllerManager } from "./kube-controller-manager.js";
 import { KubeScheduler } from "./kube-scheduler.js";
 import { Kwok } from "./kwok.js";
+import { RealNode } from "./node.js";
+import { PAUSE_IMAGE } from "./node-configs.js";
+import { checkRealNodeHost, REAL_NODE_BINARIES, STORAGE_CLASS } from "./node-host.js";
+import { type BaseImageName, baseImage, importImage, pauseImage } from "./node-images.js";
+import {
+  createNodeNetwork,
+  createPlaneNetwork,
+  nodeAddresses,
+  type PlaneNetwork,
+  routeBetweenNodes,
+} from "./node-network.js";
+import { runTeardown, TEARDOWN_SCRIPT, writeTeardownScript } from "./node-teardown.js";
 import {
   type ComponentInfo,
   type ControlPlaneOptions,
@@ -26,6 +39,7 @@ import {
   type Profile,
   type UserCredentials,
 } from "./options.js";
+import { Registry } from "./registry.js";
 
 /** Port races between parallel workers are rare; three fresh tries make them vanish. */
 const START_ATTEMPTS = 3;
@@ -38,12 +52,20 @@ const PLANE_FILES = [
   "admission.yaml",
   "audit-policy.yaml",
   "kwok-stages.yaml",
+  "Corefile",
+  "registry",
+  "registry.yaml",
+  "nodes",
+  "tmp",
+  TEARDOWN_SCRIPT,
 ];
 
 /** The plane's folder and processes, from `start()` on. */
 interface Started {
   dir: string;
   group: ProcessGroup;
+  /** The `node` profile's addresses, made once for every start attempt. */
+  network?: PlaneNetwork;
 }
 
 /** What one start attempt made: its ports, certificates and components. */
@@ -52,6 +74,9 @@ interface Attempt {
   admin: AdminHttp;
   etcd: Etcd;
   apiServer: KubeApiServer;
+  nodes: RealNode[];
+  /** The node profile's registry, `host:port`. */
+  registry?: string;
 }
 
 /**
@@ -190,8 +215,10 @@ export class ControlPlane {
       ...this.options.assets,
       kubernetesVersion: this.kubernetesVersion,
     });
+    if (this.profile === "node") checkRealNodeHost(this.options.dir);
     const started = this.prepare();
     try {
+      if (this.profile === "node") this.makeNetwork(started);
       await started.group.startRetryingPortClashes(START_ATTEMPTS, () =>
         this.startOnce(started, assets.binaries, assets.kwokStages),
       );
@@ -298,22 +325,141 @@ export class ControlPlane {
     await this.stop();
   }
 
+  /**
+   * Loads an image archive (docker-archive or OCI layout, as `docker save`, `kubeloop build` or any
+   * OCI tool writes) into every node's containerd, as `kind load image-archive` does: pods then run
+   * it without a registry (its tag must not be `latest`, or pods must say `imagePullPolicy: Never`).
+   * Returns the names the archive held.
+   *
+   * @example
+   * ```ts
+   * const plane = await new ControlPlane({ profile: "node" }).start();
+   * await plane.loadImage("dist/operator.tar");
+   * ```
+   */
+  async loadImage(archive: string): Promise<string[]> {
+    const { nodes } = this.current("loadImage");
+    if (this.profile !== "node")
+      throw new ControlPlaneError('loadImage: only the "node" profile has container runtimes to load into');
+    if (!existsSync(archive)) throw new ControlPlaneError(`loadImage: ${archive} does not exist`);
+    const names = new Set<string>();
+    for (const node of nodes) {
+      for (const name of this.importInto(node, resolve(archive))) names.add(name);
+    }
+    return [...names];
+  }
+
+  /**
+   * A base image made on this machine from Debian's packages (`tools`: busybox's shell and tools,
+   * and curl; `nginx`: Debian's nginx, unprivileged, serving a welcome page on port 8080), loaded
+   * into every node. Returns its name.
+   */
+  async loadBaseImage(name: BaseImageName): Promise<string> {
+    const image = baseImage(name, this.assetsRoot());
+    await this.loadImage(image.path);
+    return image.ref;
+  }
+
+  /**
+   * The node profile's image registry, `10.<N>.0.1:<port>` (plain HTTP): push to it from this
+   * machine, and pods pull `<registry>/<name>:<tag>` from it like from any registry.
+   */
+  get registry(): string {
+    return this.require(this.current("registry").registry, "the registry (node profile only)");
+  }
+
+  /** The nodes' names (`node-0`, …) in the `node` profile. */
+  get nodeNames(): string[] {
+    return (this.attempt?.nodes ?? []).map((node) => node.name);
+  }
+
+  /** The node's own address, which `kubectl get nodes -o wide` shows as its InternalIP. */
+  nodeIp(name: string): string {
+    const node = this.current("nodeIp").nodes.find((n) => n.name === name);
+    if (!node) throw new ControlPlaneError(`no node ${name} (nodes: ${this.nodeNames.join(", ")})`);
+    return node.ip;
+  }
+
+  /**
+   * Stops a node's kubelet (the node goes NotReady after 20 s, and its pods are evicted after their
+   * tolerations); its containers keep running, as on a node whose kubelet died.
+   */
+  async stopKubelet(name: string): Promise<void> {
+    const { group } = this.folder("stopKubelet");
+    const kubelet = group.running.find((p) => p.name === `kubelet-${name}`);
+    if (!kubelet) throw new ControlPlaneError(`no kubelet runs on node ${name}`);
+    await kubelet.stop();
+  }
+
+  /** Starts a stopped kubelet again (same flags); the node becomes Ready again. */
+  async startKubelet(name: string): Promise<void> {
+    const { group } = this.folder("startKubelet");
+    const kubelet = group.running.find((p) => p.name === `kubelet-${name}`);
+    if (!kubelet) throw new ControlPlaneError(`no kubelet runs on node ${name}`);
+    await group.restart(kubelet);
+  }
+
+  private importInto(node: RealNode, archive: string, pinned = false): string[] {
+    return importImage(
+      this.require(this.nodeBinaries.ctr, "ctr binary"),
+      node.paths.containerdSocket,
+      archive,
+      pinned,
+    );
+  }
+
+  /** The nodes' containerd sockets (`ctr --address` or `crictl` reach a node's runtime through them). */
+  get containerRuntimeSockets(): string[] {
+    return (this.attempt?.nodes ?? []).map((node) => node.paths.containerdSocket);
+  }
+
+  private assetsRoot(): string {
+    return this.options.assets?.root ?? defaultAssetsRoot();
+  }
+
+  private nodeBinaries: Partial<Record<BinaryName, string>> = {};
+
   private neededBinaries(): BinaryName[] {
     const base: BinaryName[] = ["etcd", "kube-apiserver"];
     if (this.profile === "cluster") base.push("kube-controller-manager", "kube-scheduler", "kwok");
+    if (this.profile === "node")
+      base.push("kube-controller-manager", "kube-scheduler", ...REAL_NODE_BINARIES);
     return base;
+  }
+
+  /** The plane's bridge and the nodes' namespaces, and the script that removes them on every exit path. */
+  private makeNetwork(started: Started): void {
+    const network = createPlaneNetwork();
+    started.network = network;
+    const count = this.options.nodes ?? DEFAULT_NODES;
+    // The script first: whatever fails below, stop() and the watchdog undo what was made.
+    writeTeardownScript(
+      started.dir,
+      network,
+      Array.from({ length: count }, (_, i) => nodeAddresses(network, i)),
+    );
+    const nodes = Array.from({ length: count }, (_, i) => createNodeNetwork(network, i));
+    routeBetweenNodes(nodes);
   }
 
   /** The folder, and the process group that guards it from now on (exit handlers, watchdog). */
   private prepare(): Started {
     const ownsDir = !this.options.dir;
-    const dir = this.options.dir ? resolve(this.options.dir) : tempDir("kubeloop-");
+    // Real nodes see the plane's tmp/ as /tmp, so the plane's own folder cannot be under /tmp.
+    const dir = this.options.dir
+      ? resolve(this.options.dir)
+      : this.profile === "node"
+        ? mkdtempSync(join("/var/tmp", "kubeloop-"))
+        : tempDir("kubeloop-");
     for (const sub of ["pki", "logs"]) mkdirSync(join(dir, sub), { recursive: true });
     const group = new ProcessGroup({
       pidFile: join(dir, "pids"),
       removeOnOrphan: ownsDir ? [dir] : [join(dir, "etcd"), join(dir, "pki")],
       handleSignals: this.options.handleSignals ?? true,
+      teardownScript: join(dir, TEARDOWN_SCRIPT),
       removeFiles: () => {
+        const teardown = join(dir, TEARDOWN_SCRIPT);
+        if (existsSync(teardown)) runTeardown(teardown);
         const entries = ownsDir && !this.keepLogs ? [dir] : PLANE_FILES.map((entry) => join(dir, entry));
         for (const path of entries) rmSync(path, { recursive: true, force: true });
       },
@@ -330,20 +476,15 @@ export class ControlPlane {
   }
 
   private async startOnce(
-    { dir, group }: Started,
+    { dir, group, network }: Started,
     binaries: Partial<Record<BinaryName, string>>,
     kwokStages: string | undefined,
   ): Promise<void> {
     const deadline = Date.now() + (this.options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
-    const [etcdPort, peerPort, apiPort, kcmPort, schedulerPort, kwokPort] = (await freePorts(6)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const pki = writePlanePki(dir);
+    const [etcdPort, peerPort, apiPort, kcmPort, schedulerPort, kwokPort, registryPort] = (await freePorts(
+      7,
+    )) as [number, number, number, number, number, number, number];
+    const pki = writePlanePki(dir, network?.hostIp);
     const etcd = new Etcd({ client: etcdPort, peer: peerPort });
     const apiServer = new KubeApiServer({
       etcdUrl: etcd.url,
@@ -352,6 +493,7 @@ export class ControlPlane {
       profile: this.profile,
       hardened: this.hardened,
       extraArgs: this.options.apiServerArgs ?? [],
+      ...(network ? { hostIp: network.hostIp } : {}),
     });
     const kubeconfigPath = this.kubeconfigPath;
     writeKubeconfig(kubeconfigPath, {
@@ -378,18 +520,37 @@ export class ControlPlane {
           logPath: join(dir, "logs", `${name}.log`),
           cwd: dir,
         }),
+      spawnCommand: (name, command, args, env) =>
+        group.spawn({
+          name,
+          binary: command,
+          args,
+          logPath: join(dir, "logs", `${name}.log`),
+          cwd: dir,
+          ...(env ? { env } : {}),
+        }),
+      binary: (name) => this.binary(binaries, name),
       waitUntil: (what, check) =>
         group.waitUntil(what, check, {
           timeoutMs: Math.max(1000, deadline - Date.now()),
           failure: componentFailure,
         }),
     };
-    this.attempt = { pki, admin, etcd, apiServer };
+    this.attempt = { pki, admin, etcd, apiServer, nodes: [] };
 
     // Each component needs the one before it; the API server's clients only the API server.
     for (const component of [etcd, apiServer]) {
       component.start(context);
       await component.ready(context);
+    }
+    if (this.profile === "node" && network) {
+      await this.startRealNodes(context, binaries, network, {
+        kcmPort,
+        schedulerPort,
+        dnsReadyPort: kwokPort,
+        registryPort,
+      });
+      return;
     }
     if (this.profile !== "cluster") return;
     const clients: Component[] = [
@@ -407,8 +568,72 @@ export class ControlPlane {
     for (const component of clients) await component.ready(context);
   }
 
+  /**
+   * The `node` profile after the API server: the controller manager, scheduler and CoreDNS; then
+   * each node (its holder, containerd with the pause image, the kubelet, kube-proxy), and the
+   * default StorageClass.
+   */
+  private async startRealNodes(
+    context: StartContext,
+    binaries: Partial<Record<BinaryName, string>>,
+    network: PlaneNetwork,
+    ports: { kcmPort: number; schedulerPort: number; dnsReadyPort: number; registryPort: number },
+  ): Promise<void> {
+    const attempt = this.current("nodes");
+    const { dir, admin } = context;
+    this.nodeBinaries = binaries;
+    const registry = new Registry({ host: network.hostIp, port: ports.registryPort });
+    attempt.registry = registry.address;
+    const clients: Component[] = [
+      registry,
+      new KubeControllerManager({
+        kubeconfigPath: this.kubeconfigPath,
+        port: ports.kcmPort,
+        pki: attempt.pki,
+        privateTmp: join(dir, "tmp"),
+      }),
+      new KubeScheduler({ kubeconfigPath: this.kubeconfigPath, port: ports.schedulerPort }),
+      new CoreDns({
+        kubeconfigPath: this.kubeconfigPath,
+        listen: network.hostIp,
+        readyPort: ports.dnsReadyPort,
+      }),
+    ];
+    mkdirSync(join(dir, "tmp"), { recursive: true });
+    for (const component of clients) component.start(context);
+    const count = this.options.nodes ?? DEFAULT_NODES;
+    const pause = pauseImage(this.binary(binaries, "pause" as ComponentName), PAUSE_IMAGE, this.assetsRoot());
+    attempt.nodes = Array.from(
+      { length: count },
+      (_, index) =>
+        new RealNode({
+          name: `node-${index}`,
+          index,
+          planeDir: dir,
+          network,
+          addresses: nodeAddresses(network, index),
+          pki: attempt.pki,
+          apiServerUrl: attempt.apiServer.url,
+          binaries,
+          registry: registry.address,
+        }),
+    );
+    for (const node of attempt.nodes) node.start(context);
+    await Promise.all(
+      attempt.nodes.map((node) =>
+        node.startDaemons(context, () => {
+          this.importInto(node, pause, true);
+        }),
+      ),
+    );
+    for (const component of clients) await component.ready(context);
+    const storageClass = await admin.post("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS);
+    if (storageClass.status !== 201 && storageClass.status !== 409)
+      throw new ControlPlaneError(`Could not create the default StorageClass: ${storageClass.text}`);
+  }
+
   private binary(binaries: Partial<Record<BinaryName, string>>, name: ComponentName): string {
-    return this.require(binaries[name], `${name} binary`);
+    return this.require(binaries[name as BinaryName], `${name} binary`);
   }
 
   private admin(): AdminHttp {

@@ -22,10 +22,19 @@ export interface PlanePki {
   servingKeyPath: string;
   saPublicPath: string;
   saPrivatePath: string;
+  /** The API server's client certificate to kubelets (group system:masters). */
+  kubeletClientCertPath: string;
+  kubeletClientKeyPath: string;
+  /** The front proxy's client certificate, which aggregated API servers trust. */
+  frontProxyCertPath: string;
+  frontProxyKeyPath: string;
 }
 
-/** A fresh CA and the certificates and keys signed by it, written under `<dir>/pki`. */
-export function writePlanePki(dir: string): PlanePki {
+/**
+ * A fresh CA and the certificates and keys signed by it, written under `<dir>/pki`. `hostIp` is the
+ * API server's address when it is not loopback (the `node` profile), which its certificate must name.
+ */
+export function writePlanePki(dir: string, hostIp?: string): PlanePki {
   const pkiDir = join(dir, "pki");
   const ca = CertificateAuthority.create("kubeloop-ca");
   const serving = ca.issueServing({
@@ -37,7 +46,7 @@ export function writePlanePki(dir: string): PlanePki {
       "kubernetes.default.svc",
       "kubernetes.default.svc.cluster.local",
     ],
-    ipAddresses: [HOST, KUBERNETES_SERVICE_IP],
+    ipAddresses: [HOST, KUBERNETES_SERVICE_IP, ...(hostIp ? [hostIp] : [])],
   });
   const sa = generateKeyPair();
   const pki: PlanePki = {
@@ -49,6 +58,10 @@ export function writePlanePki(dir: string): PlanePki {
     servingKeyPath: join(pkiDir, "apiserver.key"),
     saPublicPath: join(pkiDir, "sa.pub"),
     saPrivatePath: join(pkiDir, "sa.key"),
+    kubeletClientCertPath: join(pkiDir, "apiserver-kubelet-client.crt"),
+    kubeletClientKeyPath: join(pkiDir, "apiserver-kubelet-client.key"),
+    frontProxyCertPath: join(pkiDir, "front-proxy-client.crt"),
+    frontProxyKeyPath: join(pkiDir, "front-proxy-client.key"),
   };
   writeFileSync(pki.caPath, ca.cert);
   writeFileSync(pki.caKeyPath, ca.privateKeyPem(), { mode: 0o600 });
@@ -56,6 +69,12 @@ export function writePlanePki(dir: string): PlanePki {
   writeFileSync(pki.servingKeyPath, serving.key, { mode: 0o600 });
   writeFileSync(pki.saPublicPath, sa.publicKey);
   writeFileSync(pki.saPrivatePath, sa.privateKey, { mode: 0o600 });
+  const kubeletClient = ca.issueClient({ user: "kube-apiserver-kubelet-client", groups: ["system:masters"] });
+  writeFileSync(pki.kubeletClientCertPath, kubeletClient.cert);
+  writeFileSync(pki.kubeletClientKeyPath, kubeletClient.key, { mode: 0o600 });
+  const frontProxy = ca.issueClient({ user: "front-proxy-client" });
+  writeFileSync(pki.frontProxyCertPath, frontProxy.cert);
+  writeFileSync(pki.frontProxyKeyPath, frontProxy.key, { mode: 0o600 });
   return pki;
 }
 

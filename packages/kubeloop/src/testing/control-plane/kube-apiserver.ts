@@ -9,7 +9,12 @@ export interface KubeApiServerConfig {
   port: number;
   pki: PlanePki;
   /** `apiserver`: nothing creates ServiceAccounts, so ServiceAccount admission is off (as in envtest). */
-  profile: "apiserver" | "cluster";
+  profile: "apiserver" | "cluster" | "node";
+  /**
+   * `node` profile: the plane's address on its bridge, which the server binds and advertises so
+   * that pods reach it through the `kubernetes` Service (loopback is not theirs to reach).
+   */
+  hostIp?: string;
   /** The settings of hardened.ts. */
   hardened: boolean;
   /** The caller's flags, appended after ours so they win. */
@@ -24,16 +29,17 @@ export class KubeApiServer implements Component {
   private flags: string[] | undefined;
 
   constructor(private readonly config: KubeApiServerConfig) {
-    this.url = `https://${HOST}:${config.port}`;
+    this.url = `https://${config.hostIp ?? HOST}:${config.port}`;
   }
 
   /** The flags; a hardened server's configuration files are written into `dir` on the way. */
   args(dir: string): string[] {
     const { pki, hardened } = this.config;
+    const host = this.config.hostIp ?? HOST;
     const args = [
       `--etcd-servers=${this.config.etcdUrl}`,
-      `--bind-address=${HOST}`,
-      `--advertise-address=${HOST}`,
+      `--bind-address=${host}`,
+      `--advertise-address=${host}`,
       `--secure-port=${this.config.port}`,
       `--cert-dir=${join(dir, "pki")}`,
       `--tls-cert-file=${pki.servingCertPath}`,
@@ -44,15 +50,17 @@ export class KubeApiServer implements Component {
       `--service-account-signing-key-file=${pki.saPrivatePath}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       "--allow-privileged=true",
-      // Hardened clusters authorize kubelets by the Node authorizer, which NodeRestriction pairs with.
-      hardened ? "--authorization-mode=Node,RBAC" : "--authorization-mode=RBAC",
-      // The `kubernetes` Service would point at 127.0.0.1, which the endpoint reconciler rejects loudly.
-      "--endpoint-reconciler-type=none",
+      // Real and hardened clusters authorize kubelets by the Node authorizer, which NodeRestriction pairs with.
+      hardened || this.config.hostIp ? "--authorization-mode=Node,RBAC" : "--authorization-mode=RBAC",
       "--profiling=false",
     ];
+    if (this.config.hostIp) args.push(...realNodeArgs(pki));
+    // The `kubernetes` Service would point at 127.0.0.1, which the endpoint reconciler rejects loudly.
+    else args.push("--endpoint-reconciler-type=none");
     // Without a controller manager nobody creates ServiceAccounts, and admission would reject Pods.
     if (this.config.profile === "apiserver") args.push("--disable-admission-plugins=ServiceAccount");
     if (hardened) args.push(...hardenedApiServerArgs(dir));
+    else if (this.config.hostIp) args.push("--enable-admission-plugins=NodeRestriction");
     return [...args, ...this.config.extraArgs];
   }
 
@@ -73,4 +81,27 @@ export class KubeApiServer implements Component {
       async () => (await context.admin.get("/api/v1/namespaces/default")).status === 200,
     );
   }
+}
+
+/**
+ * Talking to real kubelets (logs, exec, port-forward) with a client certificate, checking theirs,
+ * by their InternalIP (their names resolve nowhere); reaching webhooks and aggregated APIs at
+ * their pods' addresses (the host has routes to pods, not kube-proxy's Service rules); and the
+ * front proxy's identity for aggregated APIs such as metrics-server.
+ */
+function realNodeArgs(pki: PlanePki): string[] {
+  return [
+    `--kubelet-client-certificate=${pki.kubeletClientCertPath}`,
+    `--kubelet-client-key=${pki.kubeletClientKeyPath}`,
+    `--kubelet-certificate-authority=${pki.caPath}`,
+    "--kubelet-preferred-address-types=InternalIP",
+    "--enable-aggregator-routing=true",
+    `--requestheader-client-ca-file=${pki.caPath}`,
+    "--requestheader-allowed-names=front-proxy-client",
+    "--requestheader-username-headers=X-Remote-User",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    `--proxy-client-cert-file=${pki.frontProxyCertPath}`,
+    `--proxy-client-key-file=${pki.frontProxyKeyPath}`,
+  ];
 }

@@ -10,7 +10,18 @@ import type { PlanePki } from "./credentials.js";
 export class KubeControllerManager implements Component {
   readonly name = "kube-controller-manager";
 
-  constructor(private readonly config: { kubeconfigPath: string; port: number; pki: PlanePki }) {}
+  constructor(
+    private readonly config: {
+      kubeconfigPath: string;
+      port: number;
+      pki: PlanePki;
+      /**
+       * `node` profile: the plane's `tmp/`, which the controller sees as /tmp (in a mount namespace
+       * of its own, like the nodes), so host-path PersistentVolumes are made in the plane's folder.
+       */
+      privateTmp?: string;
+    },
+  ) {}
 
   args(dir: string): string[] {
     const { pki } = this.config;
@@ -21,11 +32,26 @@ export class KubeControllerManager implements Component {
       `--cluster-signing-cert-file=${pki.caPath}`,
       `--cluster-signing-key-file=${pki.caKeyPath}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      ...(this.config.privateTmp ? REAL_NODE_ARGS : []),
     ];
   }
 
   start(context: StartContext): ManagedProcess {
-    return context.spawn(this.name, this.args(context.dir));
+    const { privateTmp } = this.config;
+    if (!privateTmp) return context.spawn(this.name, this.args(context.dir));
+    return context.spawnCommand(this.name, "unshare", [
+      "--mount",
+      "--propagation",
+      "slave",
+      "--",
+      "sh",
+      "-c",
+      'tmp="$1"; shift; mount --bind "$tmp" /tmp && exec "$@"',
+      "kube-controller-manager",
+      privateTmp,
+      context.binary(this.name),
+      ...this.args(context.dir),
+    ]);
   }
 
   /** The `default` ServiceAccount exists (Pods are admitted only then) and /healthz passes. */
@@ -40,3 +66,9 @@ export class KubeControllerManager implements Component {
     );
   }
 }
+
+/**
+ * With real nodes: volumes from the in-tree host-path provisioner (the default StorageClass), and
+ * a node that stops reporting is NotReady after 20 s rather than 50 s, so failover shows in tests.
+ */
+const REAL_NODE_ARGS = ["--enable-hostpath-provisioner=true", "--node-monitor-grace-period=20s"];

@@ -10,14 +10,17 @@ export type { ComponentName } from "./component.js";
  * Which components a `ControlPlane` runs. `apiserver` is etcd and kube-apiserver only (envtest's
  * set, seconds to start): enough for controllers that read and write objects. `cluster` adds kube-controller-manager, kube-scheduler and kwok's fake nodes, so
  * Deployments get Pods that are scheduled and become Ready: for operators that wait on rollouts.
+ * `node` runs real nodes instead of kwok's (containerd, runc, the kubelet, kube-proxy, CoreDNS):
+ * pods are real containers, with their own addresses, Services, DNS, volumes, logs and exec. It
+ * needs root and cgroups; see docs/control-plane.md.
  */
-export type Profile = "apiserver" | "cluster";
+export type Profile = "apiserver" | "cluster" | "node";
 
 /** How a `ControlPlane` starts: its profile, Kubernetes version, CRDs, and where its files go; all optional. */
 export interface ControlPlaneOptions {
   /** Default `apiserver`. */
   profile?: Profile;
-  /** Fake nodes in the `cluster` profile. Default 1. */
+  /** Nodes: kwok's fake ones in the `cluster` profile, real ones in the `node` profile. Default 1. */
   nodes?: number;
   /**
    * The folder for certificates, the kubeconfig, etcd's data and the logs. Default: a fresh folder
