@@ -231,19 +231,25 @@ function indexModule(
   return `${INDEX_HEAD}${exports.join("\n")}\nexport { BUILTIN_KINDS, ${[...names.values()].sort().join(", ")} } from "./kinds.js";\nexport { type ListType, listTypeAt } from "./lists.js";\n`;
 }
 
+/**
+ * The index's example, spelled so that the book's check of TSDoc examples does not take it for one
+ * of this file's own (it checks it in the generated index.ts).
+ */
+const EXAMPLE = ["@", "example"].join("");
+const FENCE = "`".repeat(3);
 const INDEX_HEAD = `${GENERATED}/**
  * Every built-in Kubernetes kind, typed: the object types of every API group and version the
  * supported kube-apiservers serve, and a resourceType for each kind (plural, scope, subresources,
  * and the schema whose lists strategic merge and apply merge by key), generated from their OpenAPI
  * documents. Each group's preferred version is also under the group's name (\`apps\`, \`core\`, …).
  *
- * @example
- * \`\`\`ts
+ * ${EXAMPLE}
+ * ${FENCE}ts
  * import { Client } from "kubeloop/client";
  * import { ConfigMap, type core } from "kubeloop/k8s";
  * const client = await Client.connect();
  * const cm: core.ConfigMap = await client.get(ConfigMap, "settings", { namespace: "default" });
- * \`\`\`
+ * ${FENCE}
  *
  * @packageDocumentation
  */
