@@ -64,6 +64,7 @@ export function generate({ captures }: Sources): Map<string, string> {
   for (const [module, names] of byModule) {
     const imports = new Set<string>();
     const writer = new TypeWriter({
+      opaqueObject: "object",
       ref: (ref) => {
         const target = moduleOf(ref.replace("#/components/schemas/", ""));
         if (target.module === module) return target.type;

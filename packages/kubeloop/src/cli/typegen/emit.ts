@@ -32,6 +32,12 @@ export interface WriterOptions {
   enums?: boolean;
   /** Extra TSDoc lines for a property (e.g. `@since 1.35`). */
   propertyTags?: (typeName: string, property: string) => string[];
+  /**
+   * The type of an object whose schema names no field (default `{ [key: string]: unknown }`); the
+   * built-ins use `object`, which kubernetes-types' empty interfaces (FieldsV1, RawExtension) are
+   * assignable to, both ways.
+   */
+  opaqueObject?: string;
   /** The type of a root's `metadata` when its schema says only `type: object` (CRDs). */
   metadataType?: string;
 }
@@ -142,6 +148,8 @@ export class TypeWriter {
       return this.declare(this.unique(hint), schema);
     const extra = schema.additionalProperties;
     if (typeof extra === "object") return `{ [key: string]: ${this.expression(extra, `${hint}Value`)} }`;
+    if (extra === undefined && !schema["x-kubernetes-preserve-unknown-fields"] && this.options.opaqueObject)
+      return this.options.opaqueObject;
     return "{ [key: string]: unknown }";
   }
 

@@ -148,7 +148,7 @@ export interface CustomResourceSubresourceScale {
 }
 
 /** CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza */
-export type CustomResourceSubresourceStatus = { [key: string]: unknown };
+export type CustomResourceSubresourceStatus = object;
 
 /** CustomResourceSubresources defines the status and scale subresources for CustomResources. */
 export interface CustomResourceSubresources {

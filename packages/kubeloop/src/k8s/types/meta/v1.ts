@@ -91,7 +91,7 @@ export interface FieldSelectorRequirement {
  *
  * The exact format is defined in sigs.k8s.io/structured-merge-diff
  */
-export type FieldsV1 = { [key: string]: unknown };
+export type FieldsV1 = object;
 
 /** A label selector is a label query over a set of resources. The result of matchLabels and matchExpressions are ANDed. An empty label selector matches all objects. A null label selector matches no objects. */
 export interface LabelSelector {
@@ -227,7 +227,7 @@ export interface OwnerReference {
 }
 
 /** Patch is provided to give a concrete name and type to the Kubernetes PATCH request body. */
-export type Patch = { [key: string]: unknown };
+export type Patch = object;
 
 /** Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out. */
 export interface Preconditions {
