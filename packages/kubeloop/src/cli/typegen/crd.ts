@@ -71,7 +71,7 @@ export function crdTypes(crds: CrdSource[], options: CrdTypesOptions = {}): stri
       };
       const text = `${apiVersion} ${names.kind}: \`${names.plural}\`, ${scope === "Namespaced" ? "namespaced" : "cluster-scoped"}.`;
       descriptors.push(
-        `${doc([text, ...deprecated])}export const ${name} = resourceType<${name}>(${JSON.stringify(apiVersion)}, ${JSON.stringify(names.kind)}, ${JSON.stringify(resourceOptions)});\n`,
+        `${doc([text, ...deprecated])}export const ${name} = resourceType<${name}>(${JSON.stringify(apiVersion)}, ${JSON.stringify(names.kind)}, ${literal(resourceOptions)});\n`,
       );
       if (served.length > 1 && version.storage)
         descriptors.push(
@@ -83,3 +83,9 @@ export function crdTypes(crds: CrdSource[], options: CrdTypesOptions = {}): stri
   const imports = `import { type ObjectMeta, resourceType } from "${options.from ?? "kubeloop/client"}";\n`;
   return `${header}${imports}\n${descriptors.join("\n")}\n${writer.declarations.join("\n")}`;
 }
+
+/** `{ plural: "widgets", namespaced: true }`: an object literal as people write it (values are names). */
+const literal = (object: Record<string, unknown>) =>
+  `{ ${Object.entries(object)
+    .map(([key, value]) => `${key}: ${JSON.stringify(value).replaceAll('","', '", "')}`)
+    .join(", ")} }`;
