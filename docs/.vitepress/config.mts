@@ -57,6 +57,7 @@ export default defineConfig({
         items: [
           { text: "Overview", link: "/concepts" },
           { text: "Architecture: layers and API", link: "/architecture" },
+          { text: "Kubernetes types", link: "/types" },
           { text: "Testing", link: "/testing" },
           { text: "Observability", link: "/observability" },
           { text: "Leader election and sharding", link: "/scale-out" },

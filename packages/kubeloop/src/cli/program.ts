@@ -6,6 +6,7 @@ import { createCommand } from "./create-api.js";
 import { deployCommand, undeployCommand } from "./deploy.js";
 import { CliError } from "./errors.js";
 import { generateCommand } from "./generate.js";
+import { generateTypesCommand } from "./generate-types.js";
 import { initCommand } from "./init.js";
 import { installCommand, uninstallCommand } from "./install.js";
 import { migrateCommand } from "./migrate.js";
@@ -24,6 +25,7 @@ Usage:
   kubeloop cluster load ARCHIVE [--dir DIR]   an image tarball into the node profile's nodes
   kubeloop migrate CRD [--retire V]  rewrite a CRD's objects in its storage version, then retire old versions
   kubeloop generate [--check]  write config/ (CRDs, RBAC, manifests), the Helm chart and the OLM bundle
+  kubeloop generate types <crd.yaml|URL|name> [--out F]  TypeScript types and a resourceType per served version
   kubeloop check [--live]      scorecard-like checks: CRD schemas, RBAC; with --live owner references and cleanup
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
@@ -52,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
     case "undeploy":
       return undeployCommand(rest);
     case "generate":
-      return generateCommand(rest);
+      return rest[0] === "types" ? generateTypesCommand(rest.slice(1)) : generateCommand(rest);
     case "check":
       return checkCommand(rest);
     case "migrate":

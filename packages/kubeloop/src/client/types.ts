@@ -32,6 +32,13 @@ export interface ResourceType<T extends KubeObject = KubeObject> {
   readonly kind: string;
   readonly plural?: string;
   readonly namespaced?: boolean;
+  /** The subresources the kind serves (`status`, `scale`, …), for built-in kinds. */
+  readonly subresources?: readonly string[];
+  /**
+   * The OpenAPI schema of a built-in kind's objects (`apps/v1.Deployment`): kubeloop/k8s's
+   * `listTypeAt` reads how its lists merge from it.
+   */
+  readonly schema?: string;
   /** Type-level only: the object type. Never set at run time. */
   readonly __object?: T;
 }
@@ -46,7 +53,12 @@ export type ObjectOf<R> = R extends ResourceType<infer T> ? T : never;
 export function resourceType<T extends KubeObject>(
   apiVersion: string,
   kind: string,
-  options: { plural?: string; namespaced?: boolean } = {},
+  options: {
+    plural?: string;
+    namespaced?: boolean;
+    subresources?: readonly string[];
+    schema?: string;
+  } = {},
 ): ResourceType<T> {
   return Object.freeze({ apiVersion, kind, ...options });
 }

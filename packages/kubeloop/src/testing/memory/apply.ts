@@ -1,14 +1,14 @@
 import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
-import { patchMergeKey } from "./patch.js";
+import { type BuiltinKind, builtinLists } from "./patch.js";
 
 /**
  * Server-side apply and field ownership (managedFields): which manager owns which fields, what an
  * apply removes (fields its manager applied before and no longer does, unless someone else owns
  * them), and conflicts (a field another manager owns, set to a different value; `force` takes it).
  *
- * Lists follow the schema: `x-kubernetes-list-type: map` (custom resources) or a built-in kind's
- * merge keys (containers by name, …) merge item by item; `set` as sets; any other list is atomic.
+ * Lists follow the schema: `x-kubernetes-list-type: map` (a custom resource's, or a built-in kind's
+ * OpenAPI schema: containers by name, …) merge item by item; `set` as sets; any other list is atomic.
  */
 
 type Obj = Record<string, unknown>;
@@ -35,7 +35,7 @@ export function schemaListTypes(schema: Obj | undefined): ListTypes {
         properties?.[name] ??
         (isObject(node?.additionalProperties) ? (node?.additionalProperties as Obj) : undefined);
     }
-    if (path[0] === "metadata") return builtinListTypes(path);
+    if (path[0] === "metadata") return metadataListTypes(path);
     const type = node?.["x-kubernetes-list-type"];
     if (type === "map")
       return { type: "map", keys: (node?.["x-kubernetes-list-map-keys"] as string[]) ?? [] };
@@ -44,16 +44,16 @@ export function schemaListTypes(schema: Obj | undefined): ListTypes {
   };
 }
 
-/** Lists of built-in kinds, from their patch merge keys. */
-export const builtinListTypes: ListTypes = (path) => {
-  // LabelSelectors of workloads are atomic structs (+structType=atomic).
-  if (path.length === 2 && path[0] === "spec" && path[1] === "selector") return { type: "atomic-struct" };
-  const key = patchMergeKey(path);
-  if (key === "set") return { type: "set" };
-  if (key === "containerPort") return { type: "map", keys: ["containerPort", "protocol"] };
-  if (key) return { type: "map", keys: [key] };
-  return { type: "atomic" };
-};
+/** Lists of built-in kinds, from their OpenAPI schemas (kubeloop/k8s's generated list table). */
+export function builtinListTypes(kind: BuiltinKind): ListTypes {
+  const lists = builtinLists(kind);
+  return (path) => {
+    const list = lists(path);
+    return list.type === "map" ? { type: "map", keys: [...(list.keys ?? [])] } : { type: list.type };
+  };
+}
+
+const metadataListTypes = builtinListTypes({ group: "", version: "", kind: "" });
 
 /** A path segment: a field, a keyed list item, or a set value. */
 type Segment = string; // "f:name" | "k:{...}" | "v:..."

@@ -760,6 +760,37 @@ describe("Deployment validation", () => {
       ),
     );
   });
+  conformance(
+    "apply merges as the kind's schema says: spread constraints by topologyKey and whenUnsatisfiable, nodeSelector whole",
+    async (c, ns, t) => {
+      type PodTemplated = KubeObject & { spec: { template: { spec: Record<string, unknown> } } };
+      const spread = (whenUnsatisfiable: string) => ({
+        maxSkew: 1,
+        topologyKey: "zone",
+        whenUnsatisfiable,
+        labelSelector: { matchLabels: { app: "web" } },
+      });
+      const d = KINDS[2]?.make(ns, "d") as PodTemplated;
+      d.spec.template.spec.topologySpreadConstraints = [spread("DoNotSchedule")];
+      d.spec.template.spec.nodeSelector = { disk: "ssd" };
+      await step(t, () => c.apply(d, { fieldManager: "one" }));
+      const second = {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "d", namespace: ns },
+        spec: {
+          template: {
+            spec: { topologySpreadConstraints: [spread("ScheduleAnyway")], nodeSelector: { gpu: "yes" } },
+          },
+        },
+      };
+      await step(t, () => c.apply(second, { fieldManager: "two" })); // nodeSelector is one's, whole: 409
+      const forced = (await step(t, () =>
+        c.apply(second, { fieldManager: "two", force: true }),
+      )) as PodTemplated;
+      t.push(forced?.spec.template.spec.topologySpreadConstraints, forced?.spec.template.spec.nodeSelector);
+    },
+  );
 });
 
 describe("Namespaces", () => {

@@ -1,9 +1,11 @@
+import { BUILTIN_KINDS, type ListType, listTypeAt } from "../../k8s/index.js";
 import { clone } from "./clone.js";
 import { badRequest, internal, NotEmulated, StatusError } from "./errors.js";
 
 /**
  * The three patch formats of PATCH requests: JSON merge patch (RFC 7386), JSON patch (RFC 6902)
- * and strategic merge patch (built-in kinds only, with their lists' patch merge keys).
+ * and strategic merge patch (built-in kinds only, with their lists' patch merge keys from their
+ * OpenAPI schemas).
  */
 
 type Json = unknown;
@@ -135,41 +137,32 @@ function remove(document: Json, parts: string[], path: string): Json {
   return document;
 }
 
+/** A built-in kind, as the server names it. */
+export interface BuiltinKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+const BY_KIND = new Map(BUILTIN_KINDS.map((t) => [`${t.apiVersion}/${t.kind}`, t]));
+const OBJECT_META = { schema: "meta/v1.ObjectMeta" };
+
 /**
- * The patch merge key of a built-in kind's list, by the field names on its path (the keys of
- * k8s.io/api's `patchMergeKey` tags). `"set"`: a list of scalars merged as a set (finalizers).
- * Undefined: the list is replaced whole.
+ * How the lists of a built-in kind merge, by the field names on their path: kubeloop/k8s's
+ * `listTypeAt`, generated from the kind's OpenAPI schema (x-kubernetes-list-type and
+ * list-map-keys for apply, patch-merge-key and patch-strategy for strategic merge). Any other
+ * object's metadata merges as ObjectMeta's.
  */
-export function patchMergeKey(path: string[]): string | "set" | undefined {
-  const last = path.at(-1);
-  const parent = path.at(-2);
-  switch (last) {
-    case "containers":
-    case "initContainers":
-    case "ephemeralContainers":
-    case "env":
-    case "volumes":
-    case "imagePullSecrets":
-      return "name";
-    case "ports":
-      return parent === "containers" || parent === "initContainers" ? "containerPort" : "port";
-    case "volumeMounts":
-      return "mountPath";
-    case "volumeDevices":
-      return "devicePath";
-    case "conditions":
-      return "type";
-    case "ownerReferences":
-      return "uid";
-    case "hostAliases":
-      return "ip";
-    case "topologySpreadConstraints":
-      return "topologyKey";
-    case "finalizers":
-      return parent === "metadata" ? "set" : undefined;
-    default:
-      return undefined;
-  }
+export function builtinLists(kind: BuiltinKind): (path: readonly string[]) => ListType {
+  const type = BY_KIND.get(`${kind.group ? `${kind.group}/` : ""}${kind.version}/${kind.kind}`);
+  if (type) return (path) => listTypeAt(type, path);
+  return (path) => (path[0] === "metadata" ? listTypeAt(OBJECT_META, path.slice(1)) : { type: "atomic" });
+}
+
+/** What strategic merge patch merges a list by: a key field, `"set"` (scalars), or nothing (replaced). */
+function patchMergeKey(list: ListType): string | "set" | undefined {
+  if (!list.patchStrategy?.split(",").includes("merge")) return undefined;
+  return list.patchMergeKey ?? "set";
 }
 
 /**
@@ -177,7 +170,12 @@ export function patchMergeKey(path: string[]): string | "set" | undefined {
  * The `$patch`, `$retainKeys`, `$setElementOrder` and `$deleteFromPrimitiveList` directives are
  * refused (not emulated).
  */
-export function strategicMergePatch(target: Json, patch: Json, path: string[] = []): Json {
+export function strategicMergePatch(
+  target: Json,
+  patch: Json,
+  lists: (path: readonly string[]) => ListType,
+  path: string[] = [],
+): Json {
   if (!isObject(patch)) return clone(patch);
   const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
@@ -189,7 +187,7 @@ export function strategicMergePatch(target: Json, patch: Json, path: string[] = 
     }
     const childPath = [...path, key];
     if (Array.isArray(value)) {
-      const mergeKey = patchMergeKey(childPath);
+      const mergeKey = patchMergeKey(lists(childPath));
       const current = Array.isArray(result[key]) ? (result[key] as Json[]) : [];
       if (mergeKey === "set") {
         result[key] = [
@@ -204,7 +202,7 @@ export function strategicMergePatch(target: Json, patch: Json, path: string[] = 
           const at = isObject(item)
             ? merged.findIndex((c) => isObject(c) && c[mergeKey] === item[mergeKey])
             : -1;
-          if (at >= 0) merged[at] = strategicMergePatch(merged[at], item, childPath);
+          if (at >= 0) merged[at] = strategicMergePatch(merged[at], item, lists, childPath);
           else merged.push(clone(item));
         }
         result[key] = merged;
@@ -212,7 +210,7 @@ export function strategicMergePatch(target: Json, patch: Json, path: string[] = 
         result[key] = clone(value);
       }
     } else {
-      result[key] = strategicMergePatch(result[key], value, childPath);
+      result[key] = strategicMergePatch(result[key], value, lists, childPath);
     }
   }
   return result;

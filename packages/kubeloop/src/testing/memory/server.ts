@@ -52,7 +52,7 @@ import {
   listedBuiltin,
   notEmulatedKind,
 } from "./kinds.js";
-import { jsonPatch, mergePatch, parseBody, strategicMergePatch } from "./patch.js";
+import { builtinLists, jsonPatch, mergePatch, parseBody, strategicMergePatch } from "./patch.js";
 import { authorize, type UserInfo } from "./rbac.js";
 import { applyDefaults, checkEmulated, prune, validate } from "./schema.js";
 import { fieldMatcher, labelMatcher } from "./selectors.js";
@@ -872,7 +872,7 @@ export class MemoryApiServer {
   }
 
   private listTypes(kind: KindInfo): ListTypes {
-    return kind.schema ? schemaListTypes(kind.schema) : builtinListTypes;
+    return kind.schema ? schemaListTypes(kind.schema) : builtinListTypes(kind);
   }
 
   private async replace(route: Route, body: Obj, manager: string): Promise<Obj> {
@@ -1023,7 +1023,7 @@ export class MemoryApiServer {
         throw unsupportedMediaType(
           `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
         );
-      patched = strategicMergePatch(base, body) as Obj;
+      patched = strategicMergePatch(base, body, builtinLists(kind)) as Obj;
     } else
       throw unsupportedMediaType(
         `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
