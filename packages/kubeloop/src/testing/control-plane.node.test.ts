@@ -1,8 +1,10 @@
-import { execSync, spawn } from "node:child_process";
+import { execFileSync, execSync, spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonpath, kubectlOn } from "../../test/plane-kubectl.js";
 import { pollUntil } from "../util/index.js";
+import { defaultAssetsRoot } from "./assets/index.js";
 import { ControlPlane } from "./control-plane.js";
 import type { KubectlResult } from "./kubectl.js";
 
@@ -178,6 +180,27 @@ spec:
     expect(readFileSync(`${plane.dir}/tmp/${hostPath}/proof`, "utf8")).toBe("kept-across-pods\n");
   });
 
+  it("pulls from the plane's registry what was pushed to it", async () => {
+    // Push the tools image from node-0's store with containerd's own client, under the registry's name.
+    const ctr = join(defaultAssetsRoot(), "containerd-v2.3.4", "ctr");
+    const [socket] = plane.containerRuntimeSockets;
+    const pushed = `${plane.registry}/tools:pushed`;
+    const ctrArgs = ["--address", socket as string, "-n", "k8s.io", "images"];
+    execFileSync(ctr, [...ctrArgs, "tag", tools, pushed]);
+    execFileSync(ctr, [...ctrArgs, "push", "--plain-http", pushed], { stdio: "pipe" });
+    execFileSync(ctr, [...ctrArgs, "rm", pushed]);
+    const pod = await runPod(
+      k,
+      "real",
+      "pulled",
+      pushed,
+      "echo pulled-from-registry",
+      {},
+      { imagePullPolicy: "Always" },
+    );
+    expect(pod.stdout).toBe("pulled-from-registry\n");
+  });
+
   it("restarts a container whose process is killed from the host", async () => {
     // A duration no other process on the machine is likely to sleep, so the host finds this one.
     const command = `sleep ${3000 + Math.floor(Math.random() * 900)}`;
@@ -239,6 +262,7 @@ async function runPod(
   image: string,
   script: string,
   spec: Record<string, unknown> = {},
+  container: Record<string, unknown> = {},
 ): Promise<{ stdout: string; stderr: string }> {
   const pod = {
     apiVersion: "v1",
@@ -247,7 +271,7 @@ async function runPod(
     spec: {
       restartPolicy: "Never",
       ...spec,
-      containers: [{ name: "main", image, command: ["sh", "-c", script] }],
+      containers: [{ name: "main", image, command: ["sh", "-c", script], ...container }],
     },
   };
   const created = await k(["apply", "-f", "-"], JSON.stringify(pod));
