@@ -1,9 +1,10 @@
 import type { Logger } from "pino";
-import type { Client, KubeObject, ResourceType } from "../client/index.js";
+import { type Client, type KubeObject, objectKey, type ResourceType } from "../client/index.js";
 import { type Condition, redactSecrets, setCondition } from "../resources/index.js";
 import type { EventSink } from "./context.js";
 import { patchPrimaryStatus } from "./context.js";
-import type { Expectations } from "./expectations.js";
+import { type Expectations, typeKeyOf } from "./expectations.js";
+import { WriteTracker } from "./tracking-client.js";
 
 /**
  * A failed reconcile is shown where users look: a Warning event (repeats fold into one event's
@@ -37,7 +38,13 @@ export class FailureRecorder<T extends KubeObject> {
       observedGeneration: object.metadata?.generation,
     });
     try {
-      await patchPrimaryStatus(this.client, this.expectations, this.primary, object, { conditions: next });
+      const key = objectKey(object);
+      const tracker = new WriteTracker(
+        this.expectations,
+        key,
+        typeKeyOf(this.primary.apiVersion, this.primary.kind),
+      );
+      await patchPrimaryStatus(this.client, tracker, this.primary, object, { conditions: next });
     } catch (statusError) {
       log.warn({ err: statusError }, "could not record the failure in the Ready condition");
     }
