@@ -51,7 +51,7 @@ export {
   TerminalError,
   terminal,
 } from "./controller/index.js";
-export { Manager, type ManagerOptions } from "./manager/index.js";
+export { Manager, type ManagerOptions, type Runnable, type RunnableGroup } from "./manager/index.js";
 export {
   type Condition,
   controllerReference,
