@@ -40,6 +40,7 @@ import {
   StatusError,
   unsupportedMediaType,
 } from "./errors.js";
+import type { MemoryHandler, MemoryStream } from "./handler.js";
 import { type ServedMemoryApiServer, serveOverHttps } from "./https.js";
 import {
   apiVersionOf,
@@ -119,7 +120,7 @@ interface Admission {
  * await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "default" } });
  * ```
  */
-export class MemoryApiServer {
+export class MemoryApiServer implements MemoryHandler {
   private revision = 1;
   private readonly objects = new Map<string, Map<string, Obj>>();
   private readonly kinds = new Map<string, KindInfo>();
@@ -325,12 +326,7 @@ export class MemoryApiServer {
   }
 
   /** Opens a watch, or a streamed list. */
-  async stream(request: StreamRequest & { user?: UserInfo }): Promise<{
-    status: number;
-    body: AsyncIterable<Uint8Array>;
-    events?: AsyncIterable<{ type: string; object: unknown }>;
-    close(): void;
-  }> {
+  async stream(request: StreamRequest & { user?: UserInfo }): Promise<MemoryStream> {
     const query = request.query ?? {};
     if (!query.watch) {
       const response = await this.handle(request);
