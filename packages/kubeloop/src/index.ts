@@ -29,6 +29,7 @@ export {
   NotFound,
   type ObjectList,
   type ObjectOf,
+  type ObjectRef,
   objectKey,
   type ResourceType,
   resourceType,

@@ -1,8 +1,7 @@
 import type { Informer, InformerRegistry, InformerScope, InformerView } from "../cache/index.js";
-import type { KubeObject, ResourceType } from "../client/index.js";
+import { type KubeObject, type ResourceType, refOfKey } from "../client/index.js";
 import type { CacheReader } from "./context.js";
 import { type CacheLookup, typeKeyOf } from "./expectations.js";
-import { splitKey } from "./keys.js";
 
 /**
  * A controller's caches: one informer view per type and scope, taken from the shared registry, and
@@ -63,7 +62,7 @@ export class ControllerCaches {
   readonly lookup: CacheLookup = (typeKey, key) => {
     const informer = this.views.get(typeKey);
     if (!informer) return "unwatched";
-    const [namespace, name] = splitKey(key);
+    const { namespace, name } = refOfKey(key);
     return informer.get(name, namespace);
   };
 

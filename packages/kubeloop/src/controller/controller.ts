@@ -1,17 +1,15 @@
 import type { Informer, InformerView } from "../cache/index.js";
-import { type KubeObject, objectKey } from "../client/index.js";
+import { type KubeObject, keyOfRef, type ObjectRef, objectKey, refOf, refOfKey } from "../client/index.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
 import { groupOf } from "../resources/internal.js";
 import { ControllerCaches } from "./caches.js";
 import { Expectations, typeKeyOf } from "./expectations.js";
-import { keyOf, requestOf, splitKey, toArray } from "./keys.js";
 import type { Change, Predicate } from "./predicates.js";
 import { type ReconcileOutcome, ReconcileRunner } from "./runner.js";
 import type {
   ControllerEnvironment,
   ControllerShard,
   ControllerSpec,
-  Request,
   ShardedController,
   Source,
 } from "./spec.js";
@@ -26,7 +24,6 @@ export type {
   MapFunc,
   ReconcileOutcomeResult,
   Reconciler,
-  Request,
   ShardedController,
   ShardGate,
   Source,
@@ -110,7 +107,7 @@ export class Controller<T extends KubeObject> {
     const selector = env.shard?.labelSelector;
     const primary = caches.informerFor(spec.primary, selector ? { labelSelector: selector } : {});
     const cached = (key: string) => {
-      const [namespace, name] = splitKey(key);
+      const { namespace, name } = refOfKey(key);
       return primary.get(name, namespace) as T | undefined;
     };
     const shard = env.shard?.bind(this.sharded(env, queue, cached, () => pool));
@@ -150,7 +147,7 @@ export class Controller<T extends KubeObject> {
       pool,
       shard,
     };
-    this.subscribe(primary, spec.predicates as Predicate[], (object) => [requestOf(object)], true);
+    this.subscribe(primary, spec.predicates as Predicate[], (object) => [refOf(object)], true);
     for (const owned of spec.owns) {
       // Sharded, children carry their owner's shard label (the sharder writes it), so each replica caches its own.
       const labels = [owned.labelSelector, selector].filter(Boolean).join(",");
@@ -235,7 +232,7 @@ export class Controller<T extends KubeObject> {
   }
 
   /** Owned children map to their controller owner, if it is of the primary kind. */
-  private ownersOf(object: KubeObject): Request[] {
+  private ownersOf(object: KubeObject): ObjectRef[] {
     return (object.metadata?.ownerReferences ?? [])
       .filter(
         (ref) =>
@@ -248,7 +245,7 @@ export class Controller<T extends KubeObject> {
 
   private async pump(source: Source, queue: WorkQueue<string>): Promise<void> {
     try {
-      for await (const request of source(this.abort.signal)) queue.add(keyOf(request));
+      for await (const request of source(this.abort.signal)) queue.add(keyOfRef(request));
     } catch (error) {
       if (!this.abort.signal.aborted)
         this.require().env.logger.error({ controller: this.name, err: error }, "source failed");
@@ -258,17 +255,18 @@ export class Controller<T extends KubeObject> {
   private subscribe(
     informer: InformerView<KubeObject>,
     predicates: Predicate[],
-    toRequests: (object: KubeObject) => Request[],
+    toRequests: (object: KubeObject) => ObjectRef[],
     primary: boolean,
   ): void {
     const { queue, shard, runner } = this.require();
     const enqueue = (change: Change, initial: boolean) => {
       if (primary && shard && !shard.admit(change)) return;
       if (!predicates.every((p) => p(change))) return;
-      const keys = new Set(toRequests(change.object).map(keyOf));
+      const keys = new Set(toRequests(change.object).map(keyOfRef));
       // An update can move an object between owners (or mapped keys): both must hear of it. (Not
       // pushed onto the mapped array: a map function may return one it keeps.)
-      if (change.old && change.type === "updated") for (const r of toRequests(change.old)) keys.add(keyOf(r));
+      if (change.old && change.type === "updated")
+        for (const r of toRequests(change.old)) keys.add(keyOfRef(r));
       for (const key of keys) queue.add(key, initial ? LOW_PRIORITY : 0);
     };
     // The informer's type, not the object's: listed built-ins lack apiVersion and kind, and
@@ -326,4 +324,10 @@ function statusOnlyChange(old: KubeObject, object: KubeObject): boolean {
     JSON.stringify([a.labels, a.annotations, a.finalizers, a.ownerReferences]) ===
       JSON.stringify([b.labels, b.annotations, b.finalizers, b.ownerReferences])
   );
+}
+
+/** What a map function returns: none, one or several objects to reconcile. */
+function toArray(value: ObjectRef[] | ObjectRef | undefined): ObjectRef[] {
+  if (!value) return [];
+  return Array.isArray(value) ? value : [value];
 }

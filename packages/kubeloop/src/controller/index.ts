@@ -13,6 +13,8 @@
  * });
  * ```
  */
+
+export type { ObjectRef } from "../client/index.js";
 export {
   type AdaptiveConcurrency,
   ApiPressure,
@@ -29,7 +31,6 @@ export {
   type ReconcileOutcome,
   type ReconcileOutcomeResult,
   type Reconciler,
-  type Request,
   type ShardedController,
   type ShardGate,
   type Source,

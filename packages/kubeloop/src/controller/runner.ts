@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { Client, KubeObject, ResourceType } from "../client/index.js";
+import { type Client, type KubeObject, type ResourceType, refOfKey } from "../client/index.js";
 import type { Clock, WorkQueue } from "../queue/index.js";
 import { systemClock } from "../queue/index.js";
 import { redactError } from "../resources/index.js";
 import { type CacheReader, createContext, type EventSink } from "./context.js";
 import type { CacheLookup, Expectations } from "./expectations.js";
 import { FailureRecorder, isProgrammingError } from "./failures.js";
-import { splitKey } from "./keys.js";
 import { RetryableError, TerminalError } from "./result.js";
 import type { ControllerMetricsSink, ControllerShard, ReconcileOutcomeResult, Reconciler } from "./spec.js";
 import { endSpan, inReconcileSpan } from "./tracing.js";
@@ -88,7 +87,7 @@ export class ReconcileRunner<T extends KubeObject> {
       queue.addAfter(key, EXPECTATION_RETRY_MS);
       return { key, result: "skipped", seconds: 0 };
     }
-    const [namespace, name] = splitKey(key);
+    const { namespace, name } = refOfKey(key);
     const reconcileId = randomUUID();
     const subject = { controller: this.deps.controller, kind: this.deps.primary.kind, namespace, name };
     return inReconcileSpan({ ...subject, reconcileId, object }, async (span, traced) => {

@@ -1,18 +1,12 @@
 import type { Logger } from "pino";
 import type { InformerRegistry } from "../cache/index.js";
-import type { Client, KubeObject, ResourceType } from "../client/index.js";
+import type { Client, KubeObject, ObjectRef, ResourceType } from "../client/index.js";
 import type { Clock, QueueMetrics, WorkQueue } from "../queue/index.js";
 import type { AdaptiveConcurrency, ApiPressure } from "./adaptive-workers.js";
 import type { EventSink, ReconcileContext } from "./context.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
 import type { ReconcileResult } from "./result.js";
-
-/** Where a key comes from: `{ namespace, name }` of the primary object. */
-export interface Request {
-  namespace?: string | undefined;
-  name: string;
-}
 
 /** A reconciler with no return statement (`async () => {}`) is done, like one returning `done()`. */
 // biome-ignore lint/suspicious/noConfusingVoidType: `void` is what a function without a return statement has.
@@ -27,11 +21,11 @@ export type Reconciler<T extends KubeObject> = (
   context: ReconcileContext<T>,
 ) => Promise<ReconcileReturn> | ReconcileReturn;
 
-/** Maps a watched object to the primary objects to reconcile (none, one or several requests). */
-export type MapFunc<U extends KubeObject> = (object: U) => Request[] | Request | undefined;
+/** Maps a watched object to the primary objects to reconcile (none, one or several references). */
+export type MapFunc<U extends KubeObject> = (object: U) => ObjectRef[] | ObjectRef | undefined;
 
-/** Something outside Kubernetes that asks for reconciles: an async iterable of requests. */
-export type Source = (signal: AbortSignal) => AsyncIterable<Request>;
+/** Something outside Kubernetes that asks for reconciles: an async iterable of object references. */
+export type Source = (signal: AbortSignal) => AsyncIterable<ObjectRef>;
 
 /** What a controller was built from: its name, primary type, owned and watched types, and reconciler. */
 export interface ControllerSpec<T extends KubeObject> {
