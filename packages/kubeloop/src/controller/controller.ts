@@ -76,7 +76,10 @@ export class Controller<T extends KubeObject> {
     this.primaryGroup = groupOf(spec.primary.apiVersion);
   }
 
-  /** The informers this controller reads (primary, owned, watched), for the manager's health checks. */
+  /**
+   * The informers this controller reads (primary, owned, watched), for the manager's health checks.
+   * @internal
+   */
   get allInformers(): Informer<KubeObject>[] {
     return this.prepared?.caches.informers ?? [];
   }
@@ -86,7 +89,11 @@ export class Controller<T extends KubeObject> {
     return this.prepared?.pool.size ?? 0;
   }
 
-  /** Subscribes to the informers (starting them through the shared registry). Workers start later. */
+  /**
+   * Subscribes to the informers (starting them through the shared registry). Workers start later.
+   * The manager's wiring, as the next three are: a user gives the controller to a Manager.
+   * @internal
+   */
   prepare(env: ControllerEnvironment): void {
     const { spec } = this;
     const queueMetrics = env.metrics?.queue;
@@ -165,7 +172,10 @@ export class Controller<T extends KubeObject> {
     }
   }
 
-  /** Starts the workers and the non-Kubernetes sources. Call once the informers have synced. */
+  /**
+   * Starts the workers and the non-Kubernetes sources. Call once the informers have synced.
+   * @internal
+   */
   start(): void {
     const { queue, pool } = this.require();
     for (const source of this.spec.sources) void this.pump(source, queue);
@@ -176,6 +186,7 @@ export class Controller<T extends KubeObject> {
    * Reconciles the next ready key, if there is one, as a worker would, and returns its outcome
    * (undefined when none is ready). For step-by-step tests that start no workers (kubeloop/testing's
    * `ReconcileHarness`): one reconcile at a time, in queue order, so interleavings are chosen.
+   * @internal
    */
   async reconcileNext(): Promise<ReconcileOutcome | undefined> {
     const { queue, runner } = this.require();
@@ -192,6 +203,7 @@ export class Controller<T extends KubeObject> {
   /**
    * Stops taking work and waits for reconciles in flight, up to `graceMs`; then aborts their
    * signal. Informers are released (the registry stops them when nobody else uses them).
+   * @internal
    */
   async stop(graceMs: number): Promise<void> {
     const workersEnded = this.prepared?.pool.stop();

@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import type { Informer, InformerRegistry } from "../cache/index.js";
 import { WatchForbidden } from "../cache/index.js";
 import type { Client, KubeObject } from "../client/index.js";
-import type { ApiPressure, Controller, ControllerMetricsSink, ShardGate } from "../controller/index.js";
+import type { Controller } from "../controller/index.js";
+import type { ApiPressure, ControllerMetricsSink, ShardGate } from "../controller/internal.js";
 import { EventRecorder } from "../resources/index.js";
 import type { Metrics } from "./metrics.js";
 

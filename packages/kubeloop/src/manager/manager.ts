@@ -4,7 +4,7 @@ import { InformerRegistry } from "../cache/index.js";
 import type { KubeObject } from "../client/index.js";
 import { Client, loadConfig } from "../client/index.js";
 import type { Controller } from "../controller/index.js";
-import { ApiPressure, checkNamespaces } from "../controller/index.js";
+import { ApiPressure, checkNamespaces } from "../controller/internal.js";
 import type { EventRecorder } from "../resources/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import type { ClusterProvider, Clusters } from "./clusters.js";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Client } from "../client/index.js";
-import { checkNamespaces } from "../controller/index.js";
+import { checkNamespaces } from "../controller/internal.js";
 import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
 import type { ShardingOptions } from "./sharding/index.js";

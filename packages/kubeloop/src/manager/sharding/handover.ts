@@ -1,5 +1,6 @@
 import { type KubeObject, objectKey, type ResourceType } from "../../client/index.js";
-import type { Change, ControllerShard, ShardedController } from "../../controller/index.js";
+import type { Change } from "../../controller/index.js";
+import type { ControllerShard, ShardedController } from "../../controller/internal.js";
 import { sleep } from "../../util/index.js";
 
 /** A replica's shard as the handover needs it (`ShardMember`). */

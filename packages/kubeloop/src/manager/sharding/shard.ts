@@ -1,5 +1,5 @@
 import type { Client, KubeObject, ResourceType } from "../../client/index.js";
-import type { ControllerShard, ShardedController, ShardGate } from "../../controller/index.js";
+import type { ControllerShard, ShardedController, ShardGate } from "../../controller/internal.js";
 import { Handover } from "./handover.js";
 import { drainLabel, RING_LABEL, shardLabel } from "./ring.js";
 
