@@ -1,4 +1,4 @@
-import { type KubeObject, objectKey, type ResourceType } from "../../client/index.js";
+import { Conflict, type KubeObject, NotFound, objectKey, type ResourceType } from "../../client/index.js";
 import type { Change } from "../../controller/index.js";
 import type { ControllerShard, ShardedController } from "../../controller/internal.js";
 import { sleep } from "../../util/index.js";
@@ -70,7 +70,7 @@ export class Handover implements ControllerShard {
     const { name = "", namespace } = object.metadata ?? {};
     void this.controller.client.get(this.controller.primary, name, namespace ? { namespace } : {}).then(
       (current) => (this.member.ownership(current) === "own" ? deleted() : moved()),
-      (error: Error) => (error.name === "NotFound" ? deleted() : moved()),
+      (error: unknown) => (error instanceof NotFound ? deleted() : moved()),
     );
   }
 
@@ -104,7 +104,7 @@ export class Handover implements ControllerShard {
         return;
       } catch (error) {
         // A Conflict: the object changed; wait for the cache to show it, then decide again.
-        const conflict = (error as Error).name === "Conflict";
+        const conflict = error instanceof Conflict;
         if (!conflict)
           controller.logger.warn(
             { err: error, controller: controller.name, namespace, name },
