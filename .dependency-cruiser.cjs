@@ -48,6 +48,14 @@ module.exports = {
   forbidden: [
     ...layerOrder,
     {
+      name: "no-circular",
+      comment:
+        "modules do not import each other in a circle (type-only imports included): a circle has no order to read or load it in",
+      severity: "error",
+      from: { path: SRC },
+      to: { circular: true },
+    },
+    {
       name: "unknown-layer",
       comment: "every folder of packages/kubeloop/src is a layer listed in .dependency-cruiser.cjs",
       severity: "error",

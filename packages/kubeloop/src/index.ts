@@ -29,6 +29,7 @@ export {
   NotFound,
   type ObjectList,
   type ObjectOf,
+  type ObjectRef,
   objectKey,
   type ResourceType,
   resourceType,
@@ -51,7 +52,7 @@ export {
   TerminalError,
   terminal,
 } from "./controller/index.js";
-export { Manager, type ManagerOptions } from "./manager/index.js";
+export { Manager, type ManagerOptions, type Runnable, type RunnableGroup } from "./manager/index.js";
 export {
   type Condition,
   controllerReference,

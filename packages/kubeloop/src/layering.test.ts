@@ -105,4 +105,16 @@ describe("the layering rule", () => {
       /error public-api-only: examples\/op\/main\.ts → packages\/kubeloop\/src\/queue\/index\.ts/,
     );
   });
+
+  it("fails modules that import each other in a circle, type-only imports included", async () => {
+    const { code, output } = await cruise({
+      ...layers,
+      "controller/spec.ts":
+        'import type { Controller } from "./controller.js";\nexport interface Spec { build(): Controller; }\n',
+      "controller/controller.ts":
+        'import { WorkQueue } from "../queue/index.js";\nimport type { Spec } from "./spec.js";\nexport class Controller { queue = new WorkQueue(); spec?: Spec; }\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/error no-circular: packages\/kubeloop\/src\/controller\/(spec|controller)\.ts/);
+  });
 });

@@ -2,12 +2,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import {
-  checkNamespaces,
-  type DeclaredTypes,
-  LEADER_ELECTION_RULES,
-  rbacRoles,
-} from "../controller/index.js";
+import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/index.js";
+import { checkNamespaces } from "../controller/internal.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
 import {
   isWebhookDefinition,

@@ -65,13 +65,18 @@ export {
 } from "./transport.js";
 export {
   type KubeObject,
+  keyOfRef,
   type ListMeta,
+  type ObjectKey,
   type ObjectList,
   type ObjectMeta,
   type ObjectOf,
+  type ObjectRef,
   objectKey,
   type PartialObjectMetadata,
   type ResourceType,
+  refOf,
+  refOfKey,
   resourceType,
   type WatchEvent,
 } from "./types.js";

@@ -73,9 +73,45 @@ export type WatchEvent<T extends KubeObject> =
   | { type: "ADDED" | "MODIFIED" | "DELETED"; object: T }
   | { type: "BOOKMARK"; object: KubeObject };
 
+/**
+ * One object's identity: its name, and its namespace unless it is cluster-scoped. What a
+ * controller reconciles (a map function returns these), and what a cache and a work queue key by
+ * (as its {@link ObjectKey}).
+ *
+ * @example
+ * ```ts
+ * import { keyOfRef, type ObjectRef, refOfKey } from "kubeloop/client";
+ *
+ * const ref: ObjectRef = { namespace: "default", name: "web" };
+ * keyOfRef(ref); // "default/web"
+ * refOfKey(keyOfRef(ref)); // { namespace: "default", name: "web" }
+ * ```
+ */
+export interface ObjectRef {
+  namespace?: string | undefined;
+  name: string;
+}
+
+/** `namespace/name`, or `name` for a cluster-scoped object: an {@link ObjectRef} as a string key. */
+export type ObjectKey = string;
+
 /** `namespace/name`, or `name` for cluster-scoped objects: the key of caches and work queues. */
-export function objectKey(object: KubeObject): string {
-  const namespace = object.metadata?.namespace;
-  const name = object.metadata?.name ?? "";
-  return namespace ? `${namespace}/${name}` : name;
+export function objectKey(object: KubeObject): ObjectKey {
+  return keyOfRef(refOf(object));
+}
+
+/** The reference to an object (its metadata's namespace and name). */
+export function refOf(object: KubeObject): ObjectRef {
+  return { namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" };
+}
+
+/** The key of a reference: `namespace/name`, or `name` without a namespace. */
+export function keyOfRef(ref: ObjectRef): ObjectKey {
+  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+}
+
+/** The reference a key stands for (names have no `/`, so the first one splits the namespace off). */
+export function refOfKey(key: ObjectKey): ObjectRef {
+  const slash = key.indexOf("/");
+  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }

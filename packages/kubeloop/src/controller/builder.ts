@@ -1,5 +1,5 @@
 import { setTimeout as wait } from "node:timers/promises";
-import type { KubeObject, ResourceType } from "../client/index.js";
+import type { KubeObject, ObjectRef, ResourceType } from "../client/index.js";
 import type { Clock } from "../queue/index.js";
 import { type AdaptiveConcurrency, adaptiveDefaults } from "./adaptive-workers.js";
 import {
@@ -8,7 +8,6 @@ import {
   DEFAULT_CONCURRENCY,
   type MapFunc,
   type Reconciler,
-  type Request,
   type Source,
 } from "./controller.js";
 import type { Predicate } from "./predicates.js";
@@ -183,7 +182,7 @@ export class ControllerBuilder<T extends KubeObject> {
   }
 
   /** Reconciles `requests()`'s objects every `interval`, e.g. to poll an external system. */
-  every(interval: Duration, requests: () => Request[] | Promise<Request[]>): this {
+  every(interval: Duration, requests: () => ObjectRef[] | Promise<ObjectRef[]>): this {
     const ms = parseDuration(interval);
     return this.source(async function* (signal) {
       while (!signal.aborted) {

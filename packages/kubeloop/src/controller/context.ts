@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import type { ApplyOptions, Client, Written } from "../client/index.js";
 import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
-import { type Condition, redactSecrets, setCondition } from "../resources/index.js";
-import type { Expectations } from "./expectations.js";
+import { type Condition, redactSecrets, setCondition, setControllerReference } from "../resources/index.js";
+import { type Expectations, typeKeyOf } from "./expectations.js";
+import { WriteTracker } from "./tracking-client.js";
 
 export type { Condition } from "../resources/index.js";
 
@@ -53,6 +54,11 @@ export interface ReconcileContext<T extends KubeObject> {
   readonly reconcileId: string;
   /** True when the object is gone: `object` is its last known state. Clean up outside the cluster. */
   readonly deleted: boolean;
+  /**
+   * The manager's client, with every write recorded (create, update, patch, apply, delete, and the
+   * helpers that use them, such as `addFinalizer(ctx.client, …)`): the next reconcile of this key
+   * waits until the cache shows them, so it never acts on a cache older than its own writes.
+   */
   readonly client: Client;
   readonly cache: CacheReader;
   readonly log: Logger;
@@ -97,6 +103,11 @@ export interface ContextDeps<T extends KubeObject> {
 export function createContext<T extends KubeObject>(deps: ContextDeps<T>): ReconcileContext<T> {
   const { object, client, controller } = deps;
   const key = objectKey(object);
+  const tracker = new WriteTracker(
+    deps.expectations,
+    key,
+    typeKeyOf(deps.primaryType.apiVersion, deps.primaryType.kind),
+  );
   const namespace = object.metadata?.namespace;
   const name = object.metadata?.name ?? "";
   return {
@@ -105,7 +116,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
     name,
     reconcileId: deps.reconcileId,
     deleted: deps.deleted,
-    client,
+    client: tracker.client(client),
     cache: deps.cache,
     log: deps.log,
     signal: deps.signal,
@@ -113,17 +124,20 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
       const { owned = true, ...applyOptions } = options;
       const desired =
         owned && child !== (object as KubeObject) ? withOwner(child, object, deps.primaryType) : child;
+      const target = {
+        apiVersion: desired.apiVersion ?? "",
+        kind: desired.kind ?? "",
+        key: objectKey(desired),
+      };
       // A controller owns its children's fields outright: force takes them back from a human's edit.
-      const written = await deps.expectations.writingObject(desired, () =>
+      const apply = () =>
         client.apply(desired, {
           fieldManager: controller,
           force: true,
           signal: deps.signal,
           ...applyOptions,
-        }),
-      );
-      deps.expectations.expect(key, written);
-      return written;
+        });
+      return tracker.write(target, apply, true);
     },
     async status(status, options = {}) {
       const current = (object as { status?: { conditions?: Condition[] } }).status;
@@ -149,7 +163,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
         }
         patch.conditions = conditions;
       }
-      return patchPrimaryStatus(client, deps.expectations, deps.primaryType, object, patch, deps.signal);
+      return patchPrimaryStatus(client, tracker, deps.primaryType, object, patch, deps.signal);
     },
     event(type, reason, note) {
       const redacted = note ? redactSecrets(note) : undefined;
@@ -165,41 +179,38 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
 }
 
 /**
- * Merge-patches the primary's status subresource as a write of its own reconcile: marked in flight,
- * then expected, so its watch event does not wake the key and the next reconcile reads it.
+ * Merge-patches the primary's status subresource as a quiet write of its own reconcile: its watch
+ * event does not wake the key, and the next reconcile reads it.
  */
-export async function patchPrimaryStatus<T extends KubeObject>(
+export function patchPrimaryStatus<T extends KubeObject>(
   client: Client,
-  expectations: Expectations,
+  tracker: WriteTracker,
   type: ResourceType<T>,
   object: T,
   status: Record<string, unknown>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const key = objectKey(object);
   const namespace = object.metadata?.namespace;
-  const written = await expectations.writing(key, () =>
+  const name = object.metadata?.name ?? "";
+  const target = { apiVersion: type.apiVersion, kind: type.kind, key: objectKey(object) };
+  const patch = () =>
     client.patch(
       type,
-      object.metadata?.name ?? "",
+      name,
       { status },
       { ...(namespace ? { namespace } : {}), subresource: "status", ...(signal ? { signal } : {}) },
-    ),
-  );
-  expectations.expect(key, written);
-  return written;
+    );
+  return tracker.write(target, patch, true);
 }
 
-/** Adds the primary as the controller owner (garbage collection deletes the child with it). */
+/**
+ * Sets the primary as the child's controller owner (garbage collection deletes the child with it),
+ * with the checks of `setControllerReference`. Objects from a cache may lack apiVersion and kind.
+ */
 function withOwner<U extends KubeObject>(child: U, owner: KubeObject, ownerType: ResourceType): U {
-  const reference = {
+  return setControllerReference(child, {
+    ...owner,
     apiVersion: owner.apiVersion ?? ownerType.apiVersion,
     kind: owner.kind ?? ownerType.kind,
-    name: owner.metadata?.name ?? "",
-    uid: owner.metadata?.uid ?? "",
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-  const others = (child.metadata?.ownerReferences ?? []).filter((ref) => ref.uid !== reference.uid);
-  return { ...child, metadata: { ...child.metadata, ownerReferences: [...others, reference] } };
+  });
 }

@@ -7,6 +7,7 @@ import { InformerRegistry } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
+import { addFinalizer, hasFinalizer, setControllerReference } from "../resources/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { pollUntil, sleep } from "../util/index.js";
 import { controller } from "./builder.js";
@@ -207,6 +208,62 @@ describe("Controller", () => {
       "25",
     );
     expect(runs).toBe(25);
+  });
+
+  it("reads its own writes through ctx.client: a finalizer, a create and a delete are in the cache at the next reconcile", async () => {
+    const ns = await namespace();
+    const names = Array.from({ length: 8 }, (_, i) => `own${i}`);
+    for (const name of names) {
+      await client.create({
+        apiVersion: Counter.apiVersion,
+        kind: "Counter",
+        metadata: { name, namespace: ns },
+        spec: {},
+      });
+    }
+    const FINALIZER = "test.kubeloop.dev/own-writes";
+    /** The last write of each key's reconciles, which its next reconcile must see in the cache. */
+    const wrote = new Map<string, "finalizer" | "created" | "deleted">();
+    const stale: string[] = [];
+    const finished = new Set<string>();
+    await run(
+      controller(Counter)
+        .named("own-writes")
+        .inNamespace(ns)
+        .owns(ConfigMap)
+        .reconcile(async (object, ctx) => {
+          if (ctx.deleted || finished.has(ctx.name)) return done();
+          const childName = `${ctx.name}-child`;
+          const child = ctx.cache.get(ConfigMap, childName, ns);
+          switch (wrote.get(ctx.name)) {
+            case undefined:
+              await addFinalizer(ctx.client, object, FINALIZER);
+              wrote.set(ctx.name, "finalizer");
+              return after(0);
+            case "finalizer":
+              if (!hasFinalizer(object, FINALIZER)) stale.push(`${ctx.name}: its finalizer`);
+              await ctx.client.create(
+                setControllerReference(
+                  { apiVersion: "v1", kind: "ConfigMap", metadata: { name: childName, namespace: ns } },
+                  object,
+                ),
+              );
+              wrote.set(ctx.name, "created");
+              return after(0);
+            case "created":
+              if (!child) stale.push(`${ctx.name}: the ConfigMap it created`);
+              await ctx.client.delete(ConfigMap, childName, { namespace: ns });
+              wrote.set(ctx.name, "deleted");
+              return after(0);
+            case "deleted":
+              if (child) stale.push(`${ctx.name}: the ConfigMap it deleted`);
+              finished.add(ctx.name);
+              return done();
+          }
+        }),
+    );
+    await until(() => finished.size === names.length, 20_000, "every object through its three writes");
+    expect(stale).toEqual([]);
   });
 
   it("reconciles an owner when its children change, and tells a reconcile when its object is deleted", async () => {

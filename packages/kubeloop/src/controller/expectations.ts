@@ -1,7 +1,8 @@
 import { type KubeObject, objectKey } from "../client/index.js";
 
 /**
- * Read your own writes. A reconcile that writes an object (apply, status) leaves an expectation:
+ * Read your own writes. A reconcile that writes an object (through `ctx.client`, `ctx.apply` or
+ * `ctx.status`: the tracking client of tracking-client.ts records each) leaves an expectation:
  * "the cache must show this object at this resourceVersion or newer". Before the next reconcile of
  * the same key, the controller checks them; until they hold, the key waits (briefly requeued), so it
  * never acts on a cache older than its own last write (and never, say, creates a child twice).
@@ -25,7 +26,12 @@ interface Held {
 interface Expectation {
   typeKey: string;
   objectKey: string;
+  /** The version written; for a deletion, `""`. */
   resourceVersion: string;
+  /** A deletion: the cache must no longer show the object of this uid. */
+  gone?: { uid: string | undefined };
+  /** Its echo is not news: it does not wake the key (the writes of `ctx.apply` and `ctx.status`). */
+  quiet: boolean;
   at: number;
 }
 
@@ -71,8 +77,11 @@ export class Expectations {
    * machine (echo before response, every time) turns each reconcile's apply into the next one's
    * trigger.
    */
-  async writingObject<R extends KubeObject>(written: KubeObject, write: () => Promise<R>): Promise<R> {
-    const id = objectId(typeKeyOf(written.apiVersion ?? "", written.kind ?? ""), objectKey(written));
+  async writingObject<R extends KubeObject>(
+    target: { apiVersion: string; kind: string; key: string },
+    write: () => Promise<R>,
+  ): Promise<R> {
+    const id = objectId(typeKeyOf(target.apiVersion, target.kind), target.key);
     const entry = this.applying.get(id) ?? { writes: 0, held: [] };
     entry.writes++;
     this.applying.set(id, entry);
@@ -107,19 +116,40 @@ export class Expectations {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Records that the reconcile of `reconcileKey` wrote `written`. */
-  expect(reconcileKey: string, written: KubeObject): void {
+  /**
+   * Records that the reconcile of `reconcileKey` wrote `written`. A `quiet` write's echo does not
+   * wake the key (see {@link isOwnWrite}); any other write's does, as anyone else's change would.
+   */
+  expect(reconcileKey: string, written: KubeObject, quiet = true): void {
     const resourceVersion = written.metadata?.resourceVersion;
     if (!resourceVersion || !written.apiVersion || !written.kind) return;
     const typeKey = typeKeyOf(written.apiVersion, written.kind);
-    const key = objectKey(written);
-    const id = objectId(typeKey, key);
+    this.add(reconcileKey, {
+      typeKey,
+      objectKey: objectKey(written),
+      resourceVersion,
+      quiet,
+      at: this.now(),
+    });
+  }
+
+  /** Records that the reconcile of `reconcileKey` deleted the object (of this uid, when known). */
+  expectGone(reconcileKey: string, typeKey: string, objectKey: string, uid: string | undefined): void {
+    this.add(reconcileKey, {
+      typeKey,
+      objectKey,
+      resourceVersion: "",
+      gone: { uid },
+      quiet: false,
+      at: this.now(),
+    });
+  }
+
+  private add(reconcileKey: string, expectation: Expectation): void {
+    const id = objectId(expectation.typeKey, expectation.objectKey);
     // One expectation per object: the latest write supersedes earlier ones.
     const mine = this.pending.get(reconcileKey) ?? new Map<string, Expectation>();
-    this.pending.set(
-      reconcileKey,
-      mine.set(id, { typeKey, objectKey: key, resourceVersion, at: this.now() }),
-    );
+    this.pending.set(reconcileKey, mine.set(id, expectation));
     this.byObject.set(id, (this.byObject.get(id) ?? new Set()).add(reconcileKey));
   }
 
@@ -140,7 +170,12 @@ export class Expectations {
     const now = this.now();
     for (const [id, e] of mine) {
       const cached = now - e.at > EXPECTATION_TIMEOUT_MS ? "expired" : lookup(e.typeKey, e.objectKey);
-      if (typeof cached === "string" || isAtLeast(cached?.metadata?.resourceVersion, e.resourceVersion)) {
+      const met =
+        typeof cached === "string" ||
+        (e.gone
+          ? !cached || (e.gone.uid !== undefined && cached.metadata?.uid !== e.gone.uid)
+          : isAtLeast(cached?.metadata?.resourceVersion, e.resourceVersion));
+      if (met) {
         this.settle(reconcileKey, id); // expired, unwatched, or caught up
       }
     }
@@ -157,10 +192,11 @@ export class Expectations {
     const id = objectId(typeKey, objectKey);
     let own = false;
     for (const reconcileKey of this.byObject.get(id) ?? []) {
-      if (this.pending.get(reconcileKey)?.get(id)?.resourceVersion !== resourceVersion) continue;
+      const expectation = this.pending.get(reconcileKey)?.get(id);
+      if (expectation?.resourceVersion !== resourceVersion) continue;
       // The echo is here, so the cache holds this version: the expectation is met.
       this.settle(reconcileKey, id);
-      own = true;
+      if (expectation.quiet) own = true;
     }
     return own;
   }

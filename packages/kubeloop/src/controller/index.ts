@@ -13,21 +13,18 @@
  * });
  * ```
  */
-export {
-  type AdaptiveConcurrency,
-  ApiPressure,
-} from "./adaptive-workers.js";
-export { ControllerBuilder, checkNamespaces, controller, type WatchOptions } from "./builder.js";
+
+export type { ObjectRef } from "../client/index.js";
+export type { AdaptiveConcurrency } from "./adaptive-workers.js";
+export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
 export {
   Controller,
-  type ControllerEnvironment,
-  type ControllerMetricsSink,
   type ControllerSpec,
   type MapFunc,
+  type ReconcileOutcome,
+  type ReconcileOutcomeResult,
   type Reconciler,
-  type Request,
-  type ShardGate,
   type Source,
 } from "./controller.js";
 export {

@@ -4,9 +4,9 @@ import { basename, extname, join } from "node:path";
 import type { Logger } from "pino";
 import type { Informer } from "../cache/index.js";
 import { InformerRegistry } from "../cache/index.js";
-import type { KubeObject } from "../client/index.js";
+import type { KubeObject, ObjectRef } from "../client/index.js";
 import { Client, type ClientOptions, loadConfig } from "../client/index.js";
-import type { Controller, Request, Source } from "../controller/index.js";
+import type { Controller, Source } from "../controller/index.js";
 import { Secret } from "../k8s/index.js";
 import { sleep } from "../util/index.js";
 
@@ -172,7 +172,7 @@ export class Clusters implements ClusterSink {
    * A controller source that yields `requests()` whenever a cluster is engaged or becomes healthy
    * again: a hub controller reconciles its objects then, so a returning member gets its children.
    */
-  changes(requests: () => Request[] | Promise<Request[]>): Source {
+  changes(requests: () => ObjectRef[] | Promise<ObjectRef[]>): Source {
     const listeners = this.listeners;
     return async function* (signal) {
       let wake: (() => void) | undefined;

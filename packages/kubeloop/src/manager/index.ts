@@ -38,6 +38,7 @@ export {
   Manager,
   type ManagerOptions,
   type MetricsServing,
+  optionsFromEnv,
   watchNamespaces,
 } from "./manager.js";
 export { type InformerReading, Metrics } from "./metrics.js";
@@ -46,6 +47,7 @@ export {
   type MetricsAuthOptions,
   MetricsAuthorizer,
 } from "./metrics-auth.js";
+export { RUNNABLE_GROUPS, type Runnable, type RunnableGroup } from "./runnables.js";
 export {
   RING_LABEL,
   type ShardedType,

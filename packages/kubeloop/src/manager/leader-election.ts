@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.js";
+import type { Lease } from "kubernetes-types/coordination/v1.js";
 import type { Client, RequestOptions } from "../client/index.js";
 import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
 import { Lease as Leases } from "../k8s/index.js";
 import { microTime } from "../resources/internal.js";
 import { sleep } from "../util/index.js";
+import { type LeaseRecord, recordKey, recordOf, specOf } from "./lease-record.js";
 
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease: client-go's algorithm
@@ -131,15 +132,6 @@ export interface LeaderElectorOptions {
 /** Leadership was lost without `stop()`: renewals failed for the renew deadline, or another replica holds the Lease. */
 export class LeadershipLost extends Error {
   override name = "LeadershipLost";
-}
-
-/** The fields of a Lease's spec the election reads and writes (client-go's `LeaderElectionRecord`). */
-interface LeaseRecord {
-  holderIdentity: string;
-  leaseDurationSeconds: number;
-  acquireTime: string | undefined;
-  renewTime: string | undefined;
-  leaseTransitions: number;
 }
 
 /**
@@ -560,38 +552,6 @@ export class LeaderElector {
   private describe(): string {
     return `${this.namespace}/${this.id}`;
   }
-}
-
-function recordOf(lease: Lease): LeaseRecord {
-  const spec = lease.spec ?? {};
-  return {
-    holderIdentity: spec.holderIdentity ?? "",
-    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
-    acquireTime: spec.acquireTime,
-    renewTime: spec.renewTime,
-    leaseTransitions: spec.leaseTransitions ?? 0,
-  };
-}
-
-function specOf(record: LeaseRecord): LeaseSpec {
-  return {
-    holderIdentity: record.holderIdentity,
-    leaseDurationSeconds: record.leaseDurationSeconds,
-    ...(record.acquireTime ? { acquireTime: record.acquireTime } : {}),
-    ...(record.renewTime ? { renewTime: record.renewTime } : {}),
-    leaseTransitions: record.leaseTransitions,
-  };
-}
-
-/** The record as a comparable string (client-go compares the raw record bytes). */
-function recordKey(record: LeaseRecord): string {
-  return JSON.stringify([
-    record.holderIdentity,
-    record.leaseDurationSeconds,
-    record.acquireTime ?? "",
-    record.renewTime ?? "",
-    record.leaseTransitions,
-  ]);
 }
 
 function toError(error: unknown): Error {

@@ -64,6 +64,8 @@ export { type LocalWebhookServing, localWebhookServing } from "./local-webhooks.
 export {
   MemoryApiServer,
   type MemoryApiServerOptions,
+  type MemoryHandler,
+  type MemoryStream,
   MemoryTransport,
   NotEmulated,
   ReconcileHarness,

@@ -1,7 +1,7 @@
 import type { KubeObject, ObjectOf, ResourceType } from "../client/index.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
 import { groupOf, versionOf } from "../resources/internal.js";
-import type { Converters, Defaulter, Validator } from "./server.js";
+import type { Converters, Defaulter, Validator } from "./review.js";
 
 /**
  * The webhooks of one kind, declared once: the manager serves them (`manager.addWebhooks(…)`) and

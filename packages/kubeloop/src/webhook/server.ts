@@ -5,6 +5,9 @@ import { versionOf } from "../resources/internal.js";
 import { CertificateFolder, closeServer, expiryOf, type ServingCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "./define-webhooks.js";
 import { jsonPatch } from "./json-patch.js";
+import type { AdmissionRequest, Converters, Defaulter, Validator } from "./review.js";
+
+export type { AdmissionRequest, Converters, Defaulter, ValidationResult, Validator } from "./review.js";
 
 /**
  * An HTTPS server for admission webhooks (AdmissionReview v1): defaulting (the response's JSON
@@ -20,37 +23,6 @@ import { jsonPatch } from "./json-patch.js";
  * await webhooks.start();
  * ```
  */
-
-export interface AdmissionRequest<T extends KubeObject = KubeObject> {
-  uid: string;
-  kind: { group: string; version: string; kind: string };
-  resource: { group: string; version: string; resource: string };
-  operation: "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
-  namespace?: string;
-  name?: string;
-  object?: T;
-  oldObject?: T;
-  dryRun?: boolean;
-  userInfo: { username: string; groups?: string[] };
-}
-
-/** A validator's answer: allowed (with warnings for the user, if any), or refused with a message. */
-export type ValidationResult =
-  | { allowed: true; warnings?: string[] }
-  | { allowed: false; message: string; warnings?: string[] };
-
-// biome-ignore lint/suspicious/noConfusingVoidType: a defaulter that edits in place returns nothing.
-type DefaulterReturn<T0> = T0 | undefined | void;
-/** Changes the object in place (or returns a new one); the difference becomes the patch. */
-export type Defaulter<T extends KubeObject> = (
-  object: T,
-  request: AdmissionRequest<T>,
-) => DefaulterReturn<T> | Promise<DefaulterReturn<T>>;
-/** Says whether the write is allowed; refusing returns a message the user sees. */
-export type Validator<T extends KubeObject> = (
-  object: T,
-  request: AdmissionRequest<T>,
-) => ValidationResult | Promise<ValidationResult>;
 
 /** Where the webhook server listens and where it takes its serving certificate from. */
 export interface WebhookServerOptions {
@@ -113,16 +85,6 @@ function convert(request: ConversionRequest, converters: Converters): Record<str
       result: { status: "Failure", message: (error as Error).message },
     };
   }
-}
-
-/** Conversion between a kind's versions through a hub version (controller-runtime's hub and spokes). */
-export interface Converters {
-  /** The version every other one converts through, e.g. `v1`. */
-  hub: string;
-  /** version → (object of that version) → object of the hub version. */
-  toHub: Record<string, (object: KubeObject) => KubeObject>;
-  /** version → (hub object) → object of that version. */
-  fromHub: Record<string, (object: KubeObject) => KubeObject>;
 }
 
 /** One path: the review it answers, and how it answers a request (the response, `uid` included). */

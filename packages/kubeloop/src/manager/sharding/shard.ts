@@ -1,5 +1,6 @@
 import type { Client, KubeObject, ResourceType } from "../../client/index.js";
-import type { ShardGate } from "../../controller/index.js";
+import type { ControllerShard, ShardedController, ShardGate } from "../../controller/internal.js";
+import { Handover } from "./handover.js";
 import { drainLabel, RING_LABEL, shardLabel } from "./ring.js";
 
 /**
@@ -32,6 +33,12 @@ export class ShardMember implements ShardGate {
     return { [RING_LABEL]: this.ring };
   }
 
+  /** The gate of one controller: its objects' ownership checks and handovers. */
+  bind(controller: ShardedController): ControllerShard {
+    return new Handover(this, controller);
+  }
+
+  /** `own`: reconcile it; `drain`: the sharder asks this replica to let it go; `foreign`: another's (it moved). */
   ownership(object: KubeObject): "own" | "drain" | "foreign" {
     const labels = object.metadata?.labels ?? {};
     if (labels[this.shardKey] !== this.id) return "foreign";
@@ -39,7 +46,7 @@ export class ShardMember implements ShardGate {
   }
 
   /**
-   * Acknowledges a drain: both labels removed, guarded by the resourceVersion this replica last
+   * Lets `object` go once its last reconcile here has ended. Acknowledges a drain: both labels removed, guarded by the resourceVersion this replica last
    * saw, so a change it has not seen (a new drain decision, an edit) makes it look again.
    */
   async release(type: ResourceType, object: KubeObject): Promise<void> {

@@ -7,7 +7,7 @@
  * conformance.test.ts compares it with a live server.
  */
 import captured from "./builtin-discovery.json" with { type: "json" };
-import type { DiscoveryDocument } from "./kinds.js";
+import type { DiscoveryDocument } from "./discovery.js";
 
 /** The kube-apiserver version the documents were captured from. */
 export const CAPTURED_FROM: string = captured.capturedFrom;

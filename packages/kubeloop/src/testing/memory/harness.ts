@@ -2,7 +2,7 @@ import pino from "pino";
 import { InformerRegistry } from "../../cache/index.js";
 import type { Client, KubeObject } from "../../client/index.js";
 import type { EventSink } from "../../controller/index.js";
-import { Controller, type ControllerMetricsSink } from "../../controller/index.js";
+import { Controller } from "../../controller/index.js";
 import { FakeClock } from "../../queue/index.js";
 import { MemoryApiServer, type MemoryApiServerOptions } from "./server.js";
 
@@ -57,7 +57,6 @@ export interface ReconcileHarnessOptions extends MemoryApiServerOptions {
 export class ReconcileHarness<T extends KubeObject> {
   /** Every event the controller recorded, in order: assert on reasons without reading Events back. */
   readonly events: RecordedEvent[] = [];
-  private lastResult: ReconcileStep["result"] | undefined;
 
   private constructor(
     /** The server the controller runs against: seed objects, add webhooks, or break it. */
@@ -93,17 +92,7 @@ export class ReconcileHarness<T extends KubeObject> {
           ...event,
         }),
     };
-    const metrics: ControllerMetricsSink = {
-      queue: {},
-      reconciled: (result) => {
-        if (harness) harness.lastResult = result === "requeue" ? "requeue_after" : result;
-      },
-      panicked: () => undefined,
-      timedOut: () => undefined,
-      activeWorkers: () => undefined,
-      maxConcurrent: () => undefined,
-    };
-    copy.prepare({ client, registry, logger: SILENT, events, metrics });
+    copy.prepare({ client, registry, logger: SILENT, events });
     harness = new ReconcileHarness(server, client, clock, copy, registry);
     await registry.waitForSync();
     await harness.settle();
@@ -118,10 +107,8 @@ export class ReconcileHarness<T extends KubeObject> {
   /** Settles, then runs one reconcile of the next ready key; undefined when no key is ready. */
   async reconcileNext(): Promise<ReconcileStep | undefined> {
     await this.settle();
-    this.lastResult = undefined;
-    const key = await this.controller.reconcileNext();
-    if (key === undefined) return undefined;
-    return { key, result: this.lastResult ?? "skipped" };
+    const outcome = await this.controller.reconcileNext();
+    return outcome && { key: outcome.key, result: outcome.result };
   }
 
   /** Reconciles until no key is ready (after settling each time); throws past `max` steps (a hot loop). */

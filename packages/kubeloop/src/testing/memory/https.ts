@@ -8,9 +8,9 @@ import type { HttpRequest } from "../../client/index.js";
 import { renderKubeconfig } from "../kubeconfig.js";
 import { CertificateAuthority } from "../pki.js";
 import { NotEmulated, notFound, StatusError, unsupportedMediaType } from "./errors.js";
-import type { MemoryApiServer } from "./server.js";
+import type { MemoryHandler } from "./handler.js";
 
-/** A {@link MemoryApiServer} on a loopback HTTPS port, for kubectl and other clients. */
+/** A `MemoryApiServer` on a loopback HTTPS port, for kubectl and other clients. */
 export interface ServedMemoryApiServer {
   /** `https://127.0.0.1:<port>`. */
   readonly url: string;
@@ -27,7 +27,7 @@ const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
  * the in-process ones, decoded from HTTP: the same answers, refusals (`NotEmulated` as a 501 Status
  * naming the feature) and watches (newline-delimited JSON, chunked).
  */
-export async function serveOverHttps(api: MemoryApiServer): Promise<ServedMemoryApiServer> {
+export async function serveOverHttps(api: MemoryHandler): Promise<ServedMemoryApiServer> {
   const ca = CertificateAuthority.create("kubeloop-memory-ca");
   const serving = ca.issueServing({
     commonName: "kubeloop-memory",
@@ -73,7 +73,7 @@ export async function serveOverHttps(api: MemoryApiServer): Promise<ServedMemory
 }
 
 async function answer(
-  api: MemoryApiServer,
+  api: MemoryHandler,
   incoming: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {

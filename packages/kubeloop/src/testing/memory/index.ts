@@ -1,4 +1,5 @@
 export { NotEmulated, StatusError } from "./errors.js";
+export type { MemoryHandler, MemoryStream } from "./handler.js";
 export {
   ReconcileHarness,
   type ReconcileHarnessOptions,

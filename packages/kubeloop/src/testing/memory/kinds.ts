@@ -1,4 +1,7 @@
 import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
+import type { DiscoveryDocument } from "./discovery.js";
+
+export type { DiscoveredResource, DiscoveryDocument } from "./discovery.js";
 
 /**
  * The kinds the in-memory server serves: a fixed table of built-in kinds whose behaviour is
@@ -264,28 +267,6 @@ export interface CrdLike {
     }[];
     conversion?: { strategy?: string };
   };
-}
-
-/** An aggregated discovery document (apidiscovery.k8s.io/v2 `APIGroupDiscoveryList`), as served. */
-export interface DiscoveryDocument {
-  kind: string;
-  apiVersion: string;
-  metadata: object;
-  items: {
-    metadata: { name?: string; creationTimestamp?: null };
-    versions: { version: string; resources: DiscoveredResource[]; freshness: string }[];
-  }[];
-}
-
-export interface DiscoveredResource {
-  resource: string;
-  responseKind: { group: string; version: string; kind: string };
-  scope: string;
-  singularResource: string;
-  verbs: string[];
-  shortNames?: string[];
-  categories?: string[];
-  subresources?: { subresource: string; responseKind: object; verbs: string[] }[];
 }
 
 /** `group/version/resource` → kind, and `apiVersion/kind`, for every built-in kind kube-apiserver serves. */

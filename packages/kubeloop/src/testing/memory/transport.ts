@@ -8,13 +8,13 @@ import type {
 import { apiErrorFor } from "../../client/internal.js";
 import { clone } from "./clone.js";
 import { StatusError } from "./errors.js";
+import type { MemoryHandler } from "./handler.js";
 import type { UserInfo } from "./rbac.js";
-import type { MemoryApiServer } from "./server.js";
 
 let servers = 0;
 
 /**
- * The client's transport to a {@link MemoryApiServer}: requests go to the server's handler in
+ * The client's transport to a `MemoryApiServer`: requests go to the server's handler in
  * process (no socket, no serialisation beyond a JSON copy), failures come back as the same typed
  * errors (`NotFound`, `Conflict`, …) the HTTP transport throws.
  */
@@ -23,7 +23,7 @@ export class MemoryTransport implements ApiTransport {
   readonly requestTimeoutMs = 30_000;
 
   constructor(
-    private readonly api: MemoryApiServer,
+    private readonly api: MemoryHandler,
     private readonly userAgent: string,
     /** Whom requests act as; undefined: the administrator. */
     private readonly user?: UserInfo,

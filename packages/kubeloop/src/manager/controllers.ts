@@ -1,0 +1,131 @@
+import type { Logger } from "pino";
+import type { Informer, InformerRegistry } from "../cache/index.js";
+import { WatchForbidden } from "../cache/index.js";
+import type { Client, KubeObject } from "../client/index.js";
+import type { Controller } from "../controller/index.js";
+import type { ApiPressure, ControllerMetricsSink, ShardGate } from "../controller/internal.js";
+import { EventRecorder } from "../resources/index.js";
+import type { Metrics } from "./metrics.js";
+
+/** What the manager hands its controllers. */
+export interface ControllersEnvironment {
+  client: Client;
+  registry: InformerRegistry;
+  namespaces: readonly string[] | undefined;
+  logger: Logger;
+  metrics: Metrics;
+  /** Where the event recorder made for each controller goes (the manager closes them on shutdown). */
+  recorders: EventRecorder[];
+  shard: ShardGate | undefined;
+  apiPressure: ApiPressure;
+}
+
+/**
+ * Hands each controller its environment (informers through the registry, an event recorder,
+ * metrics, the shard gate), and makes the informers' failures and health visible.
+ */
+export function prepareControllers(controllers: Controller<KubeObject>[], env: ControllersEnvironment): void {
+  const { client, registry, logger } = env;
+  for (const controller of controllers) {
+    const recorder = new EventRecorder(client, {
+      reportingController: controller.name,
+      onError: (error) =>
+        logger.warn({ err: error, controller: controller.name }, "could not record an event"),
+    });
+    env.recorders.push(recorder);
+    controller.prepare({
+      client,
+      registry,
+      namespaces: env.namespaces,
+      logger,
+      events: recorder,
+      metrics: controllerHooks(env.metrics, controller.name),
+      ...(env.shard ? { shard: env.shard } : {}),
+      apiPressure: env.apiPressure,
+    });
+  }
+  logger.info(
+    { namespaces: env.namespaces ?? "all" },
+    env.namespaces ? `watching namespaces ${env.namespaces.join(", ")}` : "watching all namespaces",
+  );
+  // A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged
+  // each time it is retried, naming the namespace and the grant that is missing.
+  for (const informer of registry.informers) {
+    informer.onError((error) =>
+      logger.warn(
+        { err: error, kind: informer.type.kind, namespace: informer.namespace },
+        `${describeInformer(informer)}: list/watch error; retrying with backoff`,
+      ),
+    );
+  }
+  env.metrics.observeInformers(() =>
+    registry.informers.map((informer) => ({
+      kind: informer.type.kind,
+      namespace: informer.namespace ?? "",
+      healthy: informer.health.synced && !informer.health.lastError,
+    })),
+  );
+}
+
+/** A controller's measurements as the manager's Prometheus series (controller-runtime's names). */
+function controllerHooks(all: Metrics, name: string): ControllerMetricsSink {
+  const metrics = all.controller(name);
+  const queue = all.workqueue(name);
+  let active = 0;
+  return {
+    queue,
+    reconciled: (result, seconds) =>
+      metrics.reconciled(result === "terminal" ? "terminal_error" : result, seconds),
+    panicked: () => metrics.panicked(),
+    timedOut: () => metrics.timedOut(),
+    activeWorkers: (delta) => {
+      active += delta;
+      metrics.workers(active);
+    },
+    maxConcurrent: (value) => metrics.maxConcurrent(value),
+    registerQueue: (workqueue) => {
+      queue.observe(workqueue);
+    },
+  };
+}
+
+/**
+ * Ready means: every informer synced and its watch healthy (a Forbidden watch is not ready). All
+ * failures are named, so with one informer per namespace each namespace missing a Role shows.
+ */
+export function checkInformers(registry: InformerRegistry | undefined): void {
+  const failures: string[] = [];
+  for (const informer of registry?.informers ?? []) {
+    const { synced, lastError } = informer.health;
+    if (lastError || !synced) failures.push(informerProblem(informer, "not synced yet"));
+  }
+  if (failures.length) throw new Error(failures.join("; "));
+}
+
+/** Waits for every informer to sync; past `timeoutMs`, fails naming each that has not and why. */
+export async function waitForSync(registry: InformerRegistry, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  const result = await Promise.race([registry.waitForSync(), timeout]);
+  clearTimeout(timer);
+  if (result !== "timeout") return;
+  const causes = registry.informers
+    .filter((informer) => !informer.isSynced)
+    .map((informer) => informerProblem(informer, "no answer from the API server"));
+  throw new Error(`Caches did not sync within ${timeoutMs / 1000}s:\n  ${causes.join("\n  ")}`);
+}
+
+/** `Kind (apiVersion)`, and the namespace of a namespace-scoped informer, for probes and logs. */
+function describeInformer(informer: Informer<KubeObject>): string {
+  const name = `${informer.type.kind} (${informer.type.apiVersion})`;
+  return informer.namespace ? `${name} in namespace "${informer.namespace}"` : name;
+}
+
+/** What keeps an informer from being ready, naming it (a WatchForbidden's message already does). */
+function informerProblem(informer: Informer<KubeObject>, otherwise: string): string {
+  const error = informer.health.lastError;
+  if (error instanceof WatchForbidden) return error.message;
+  return `${describeInformer(informer)}: ${error?.message ?? otherwise}`;
+}

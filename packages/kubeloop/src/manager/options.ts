@@ -1,0 +1,227 @@
+import type { Logger } from "pino";
+import type { Client } from "../client/index.js";
+import { checkNamespaces } from "../controller/internal.js";
+import type { WebhookServerOptions } from "../webhook/index.js";
+import type { MetricsAuthOptions } from "./metrics-auth.js";
+import type { ShardingOptions } from "./sharding/index.js";
+
+/** How a `Manager` runs; every field has a default (see {@link optionsFromEnv} for those the environment sets). */
+export interface ManagerOptions {
+  /** A ready client; by default one is made from the kubeconfig (or the pod's service account). */
+  client?: Client;
+  /** The kubeconfig file to load when no client is given. */
+  kubeconfig?: string;
+  /**
+   * The namespaces the controllers watch and reconcile in (those without `.inNamespace(s)` of
+   * their own): one informer per namespace and type, read as one cache, so Roles in these
+   * namespaces are all the RBAC needed (multi-tenant clusters; OLM's OwnNamespace,
+   * SingleNamespace and MultiNamespace install modes). Cluster-scoped types are still watched
+   * cluster-wide. Default: `$WATCH_NAMESPACE` (comma-separated, operator-sdk's convention; unset
+   * or empty means all namespaces), else all namespaces.
+   */
+  namespaces?: string[];
+  /** Elect one active replica through a Lease; `false` runs the controllers at once. Default false. */
+  leaderElection?:
+    | false
+    | {
+        /** The Lease's name, e.g. `nginx-operator`. */
+        id: string;
+        /** Default: `operatorNamespace`. */
+        namespace?: string;
+        /**
+         * Hand the Lease back on shutdown so a standby takes over at once (controller-runtime's
+         * `LeaderElectionReleaseOnCancel`). Default true: the manager stops its controllers first.
+         */
+        releaseOnCancel?: boolean;
+        leaseDurationMs?: number;
+        renewDeadlineMs?: number;
+        retryPeriodMs?: number;
+      };
+  /**
+   * Every replica active, each reconciling its share of the objects (opt-in; exclusive with
+   * `leaderElection`): shard Leases, a sharder writing shard labels, label-selected informers and a
+   * drain-then-assign handover. See {@link ShardingOptions} and docs/scale-out.md. Default:
+   * `{ ring: $SHARDING_RING }` when that is set and `leaderElection` is not.
+   */
+  sharding?: ShardingOptions;
+  /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
+  probes?: false | { port?: number; host?: string };
+  /**
+   * `/metrics`. `false` for none, and then no process and Node.js metrics are collected either.
+   * Secure (HTTPS, readers authenticated by TokenReview and authorized by SubjectAccessReview, as
+   * controller-runtime serves it) on port 8443 in a cluster; plain HTTP on 127.0.0.1:8080 outside
+   * one (`kubeloop run`, `npm start`): see {@link MetricsServing}.
+   */
+  metrics?: false | MetricsServing;
+  /**
+   * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
+   * from `$WEBHOOK_CERT_DIR` or /tmp/k8s-webhook-server/serving-certs (controller-runtime's). It
+   * runs on every replica, leader or not, and starts before the caches: reading a kind through
+   * its conversion webhook needs it.
+   */
+  webhooks?: WebhookServerOptions;
+  /**
+   * Export traces when OpenTelemetry's environment names an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+   * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`…; see `startTracing`): the SDK and OTLP exporter
+   * are loaded then, and only then. Default true; false leaves tracing to the application.
+   */
+  tracing?: boolean;
+  /** A pino logger. Default: JSON on stdout at `logLevel`. */
+  logger?: Logger;
+  /** The default logger's level. Default: `$LOG_LEVEL`, else `info`. */
+  logLevel?: string;
+  /**
+   * The namespace the operator runs in, where its Leases live. Default: `$POD_NAMESPACE` (the
+   * Downward API's), the service account's namespace, or the kubeconfig's.
+   */
+  operatorNamespace?: string;
+  /**
+   * Whether the operator runs in a pod (secure metrics by default, bound to every interface).
+   * Default: `$KUBERNETES_SERVICE_HOST` is set, as client-go detects it.
+   */
+  inCluster?: boolean;
+  /** How long informers may take to sync before start fails with their errors. Default 2 minutes. */
+  cacheSyncTimeoutMs?: number;
+  /** How long reconciles in flight may finish on shutdown. Default 30 s. */
+  gracefulShutdownMs?: number;
+  /** Stop gracefully on SIGTERM and SIGINT. Default true. */
+  handleSignals?: boolean;
+  /**
+   * Called when leadership is lost: reconciling has already stopped. Default: log and exit the
+   * process with code 1, so the pod restarts as a standby (controller-runtime does the same).
+   */
+  onLeadershipLost?: (error: Error) => void;
+}
+
+/** Where and how `/metrics` is served. */
+export interface MetricsServing {
+  /**
+   * Default {@link DEFAULT_SECURE_METRICS_PORT} (kubebuilder's) when secure, else
+   * {@link DEFAULT_METRICS_PORT}; the probes' port to share it (plain HTTP only); 0 for a free port.
+   */
+  port?: number;
+  /**
+   * The address to bind. Default: every interface when secure or in a cluster (Prometheus scrapes
+   * the pod's IP); 127.0.0.1 for plain HTTP outside one, so unauthenticated metrics stay on the machine.
+   */
+  host?: string;
+  /**
+   * HTTPS, and only callers the API allows `get` on the non-resource URL `/metrics` (the
+   * `metrics-reader` ClusterRole) may read; the manager's service account needs `create` on
+   * tokenreviews and subjectaccessreviews (`kubeloop generate` binds it). Default:
+   * `$METRICS_SECURE` (`true`/`false`), else true in a cluster (`inCluster`) and false outside one: a developer's `curl localhost:8080/metrics`
+   * just works, a pod's metrics are never open to the cluster network.
+   */
+  secure?: boolean;
+  /**
+   * The serving certificate's folder (`tls.crt`, `tls.key`; a mounted Secret), re-read when it
+   * changes. Default `$METRICS_CERT_DIR`; unset, a self-signed certificate is made at start
+   * (the generated ServiceMonitor then skips verification, as kubebuilder's does).
+   */
+  certDir?: string;
+  /** The review caches' TTLs and timeout (defaults: controller-runtime's). */
+  auth?: MetricsAuthOptions;
+}
+
+/**
+ * The manager's options from the environment: the one place kubeloop reads `process.env` for an
+ * operator (operator-sdk's and controller-runtime's names, which the generated deploy manifests set).
+ *
+ * | variable | option |
+ * |---|---|
+ * | `WATCH_NAMESPACE` | `namespaces` (comma-separated; unset or empty: all) |
+ * | `POD_NAMESPACE` | `operatorNamespace` (where the Leases live) |
+ * | `SHARDING_RING`, `POD_NAME` | `sharding.ring`, `sharding.id` |
+ * | `LOG_LEVEL` | `logLevel` |
+ * | `METRICS_SECURE`, `METRICS_CERT_DIR` | `metrics.secure`, `metrics.certDir` |
+ * | `WEBHOOK_PORT`, `WEBHOOK_CERT_DIR` | `webhooks.port`, `webhooks.certDir` |
+ * | `KUBERNETES_SERVICE_HOST` | `inCluster` (set in every pod) |
+ *
+ * The Manager applies these itself under the options it is given, so calling this is only needed
+ * to see or change them; options given to the Manager win.
+ *
+ * @example
+ * ```ts
+ * import { Manager, optionsFromEnv } from "kubeloop/manager";
+ *
+ * const options = optionsFromEnv();
+ * console.log(options.namespaces ?? "all namespaces");
+ * await new Manager({ ...options, leaderElection: { id: "nginx-operator" } }).start();
+ * ```
+ */
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOptions {
+  const namespaces = watchNamespaces(env.WATCH_NAMESPACE);
+  const secure = metricsSecure(env.METRICS_SECURE);
+  const webhookPort = env.WEBHOOK_PORT ? Number(env.WEBHOOK_PORT) : undefined;
+  return {
+    ...(namespaces ? { namespaces: [...namespaces] } : {}),
+    ...(env.POD_NAMESPACE ? { operatorNamespace: env.POD_NAMESPACE } : {}),
+    ...(env.SHARDING_RING
+      ? { sharding: { ring: env.SHARDING_RING, ...(env.POD_NAME ? { id: env.POD_NAME } : {}) } }
+      : {}),
+    ...(env.LOG_LEVEL ? { logLevel: env.LOG_LEVEL } : {}),
+    metrics: {
+      ...(secure !== undefined ? { secure } : {}),
+      ...(env.METRICS_CERT_DIR ? { certDir: env.METRICS_CERT_DIR } : {}),
+    },
+    webhooks: {
+      ...(webhookPort !== undefined ? { port: webhookPort } : {}),
+      ...(env.WEBHOOK_CERT_DIR ? { certDir: env.WEBHOOK_CERT_DIR } : {}),
+    },
+    inCluster: Boolean(env.KUBERNETES_SERVICE_HOST),
+  };
+}
+
+/**
+ * `options` over `defaults` (from {@link optionsFromEnv}): what is given wins, field by field for
+ * the metrics and webhook servers. The environment's sharding applies only without leader election.
+ */
+export function withDefaults(options: ManagerOptions, defaults: ManagerOptions): ManagerOptions {
+  const sharding = options.sharding
+    ? { ...(defaults.sharding?.id ? { id: defaults.sharding.id } : {}), ...options.sharding }
+    : options.leaderElection
+      ? undefined
+      : defaults.sharding;
+  const metrics =
+    options.metrics === false
+      ? false
+      : { ...definedOf(defaults.metrics || {}), ...definedOf(options.metrics ?? {}) };
+  const webhooks = { ...definedOf(defaults.webhooks ?? {}), ...definedOf(options.webhooks ?? {}) };
+  return {
+    ...defaults,
+    ...definedOf(options),
+    metrics,
+    webhooks,
+    ...(sharding ? { sharding } : {}),
+  } as ManagerOptions;
+}
+
+function definedOf<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The namespaces of operator-sdk's `WATCH_NAMESPACE` (`a,b,c`; blanks around names ignored);
+ * `undefined` for all namespaces (unset or empty). A malformed name is an error naming it.
+ *
+ * @example
+ * ```ts
+ * watchNamespaces("team-a, team-b"); // ["team-a", "team-b"]
+ * watchNamespaces(""); // undefined: all namespaces
+ * ```
+ */
+export function watchNamespaces(value: string | undefined): readonly string[] | undefined {
+  const names = (value ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  return names.length ? checkNamespaces(names, `WATCH_NAMESPACE="${value}"`) : undefined;
+}
+
+/** `$METRICS_SECURE`: `true`, `false`, or unset (`undefined`); anything else is an error. */
+function metricsSecure(value: string | undefined): boolean | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new TypeError(`METRICS_SECURE="${value}" must be "true" or "false"`);
+}

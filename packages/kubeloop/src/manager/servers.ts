@@ -1,0 +1,177 @@
+import { hostname } from "node:os";
+import type { Logger } from "pino";
+import type { Client } from "../client/index.js";
+import { CertificateFolder, selfSignedCertificate } from "../util/index.js";
+import type { WebhookDefinition } from "../webhook/index.js";
+import { DEFAULT_WEBHOOK_PORT, WebhookServer } from "../webhook/index.js";
+import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
+import type { Metrics } from "./metrics.js";
+import { MetricsAuthorizer } from "./metrics-auth.js";
+import type { ManagerOptions, MetricsServing } from "./options.js";
+import type { Runnable } from "./runnables.js";
+
+/** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
+export const DEFAULT_METRICS_PORT = 8080;
+/** kubebuilder's port for secure metrics (`--metrics-bind-address=:8443`). */
+export const DEFAULT_SECURE_METRICS_PORT = 8443;
+/** The port of `/healthz` and `/readyz` (kubebuilder's `:8081`). */
+export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
+/** controller-runtime's default folder of the webhook serving certificate. */
+const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
+
+export interface ServersDeps {
+  options: ManagerOptions;
+  metrics: Metrics;
+  logger: Logger;
+  client: () => Client;
+  webhooks: readonly WebhookDefinition[];
+  /** The readiness of the caches: throws naming what is not ready. */
+  checkInformers: () => void;
+}
+
+/**
+ * The manager's servers as runnables: `/healthz` and `/readyz`, `/metrics` (on the probes' port
+ * when they share it), and the webhook server.
+ */
+export class ManagerServers {
+  readonly metricsSecure: boolean;
+  private probeServer: HealthServer | undefined;
+  private metricsServer: HealthServer | undefined;
+  private webhookServer: WebhookServer | undefined;
+
+  constructor(private readonly deps: ServersDeps) {
+    const { metrics } = deps.options;
+    this.metricsSecure = metrics === false ? false : (metrics?.secure ?? deps.options.inCluster ?? false);
+    if (this.metricsSecure && this.sharesPort)
+      throw new TypeError(
+        `Secure metrics (HTTPS) cannot share the probes' plain-HTTP port ${DEFAULT_PROBES_PORT}: give metrics a port of their own, or secure: false`,
+      );
+  }
+
+  /** The ports the probe, metrics and webhook servers listen on (useful with port 0). */
+  get ports(): { probes?: number; metrics?: number; webhooks?: number } {
+    const metrics = this.metricsServer ?? (this.sharesPort ? this.probeServer : undefined);
+    return {
+      ...(this.probeServer ? { probes: this.probeServer.port } : {}),
+      ...(metrics ? { metrics: metrics.port } : {}),
+      ...(this.webhookServer ? { webhooks: this.webhookServer.port } : {}),
+    };
+  }
+
+  /** The `servers` group: probes, then metrics (when on a port of their own). */
+  servers(): Runnable[] {
+    const { probes, metrics } = this.deps.options;
+    const runnables: Runnable[] = [];
+    if (probes !== false)
+      runnables.push({
+        name: "probe server",
+        start: () => this.startProbes(),
+        stop: () => this.probeServer?.close(),
+      });
+    if (metrics !== false && !this.sharesPort)
+      runnables.push({
+        name: "metrics server",
+        start: () => this.startMetrics(metrics ?? {}),
+        stop: () => this.metricsServer?.close(),
+      });
+    return runnables;
+  }
+
+  /** The `webhooks` group: the webhook server, when there are webhooks. */
+  webhooks(): Runnable[] {
+    if (!this.deps.webhooks.length) return [];
+    return [
+      { name: "webhook server", start: () => this.startWebhooks(), stop: () => this.webhookServer?.close() },
+    ];
+  }
+
+  private get sharesPort(): boolean {
+    const { probes, metrics } = this.deps.options;
+    if (probes === false || metrics === false) return false;
+    const probePort = probes?.port ?? DEFAULT_PROBES_PORT;
+    const metricsPort =
+      metrics?.port ?? (this.metricsSecure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT);
+    return probePort !== 0 && probePort === metricsPort;
+  }
+
+  private async startProbes(): Promise<void> {
+    const probes = this.deps.options.probes || {};
+    const server = new HealthServer({
+      port: probes.port ?? DEFAULT_PROBES_PORT,
+      ...(probes.host ? { host: probes.host } : {}),
+      ...(this.sharesPort ? { metrics: this.deps.metrics } : {}),
+    });
+    server.addHealthCheck("ping", () => {});
+    server.addReadyCheck("informers", () => this.deps.checkInformers());
+    if (this.deps.webhooks.length) {
+      server.addReadyCheck("webhooks", () => {
+        if (!this.webhookServer?.listening) throw new Error("the webhook server is not listening");
+      });
+    }
+    await server.start();
+    this.probeServer = server;
+  }
+
+  private async startWebhooks(): Promise<void> {
+    const options = this.deps.options.webhooks ?? {};
+    const { certDir, ...rest } = options;
+    const webhooks = new WebhookServer({
+      ...rest,
+      port: options.port ?? DEFAULT_WEBHOOK_PORT,
+      ...(options.cert ? {} : { certDir: certDir ?? DEFAULT_WEBHOOK_CERT_DIR }),
+      metrics: options.metrics ?? this.deps.metrics.webhooks(),
+    }).register(...this.deps.webhooks);
+    await webhooks.start();
+    this.webhookServer = webhooks;
+    this.deps.logger.info({ port: webhooks.port, paths: webhooks.paths }, "webhooks serving");
+  }
+
+  private async startMetrics(metrics: MetricsServing): Promise<void> {
+    const secure = this.metricsSecure;
+    const host = metrics.host ?? (secure || this.deps.options.inCluster ? undefined : "127.0.0.1");
+    const server = new HealthServer({
+      port: metrics.port ?? (secure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT),
+      metrics: this.deps.metrics,
+      probes: false,
+      ...(host ? { host } : {}),
+      ...(secure ? this.secureMetrics(metrics) : {}),
+      onError: (error) => this.deps.logger.warn({ err: error }, "metrics server"),
+    });
+    await server.start();
+    this.metricsServer = server;
+    this.deps.logger.info(
+      { port: server.port, secure, ...(host ? { host } : {}) },
+      secure ? "metrics serving (HTTPS, TokenReview + SubjectAccessReview)" : "metrics serving (plain HTTP)",
+    );
+  }
+
+  /** HTTPS with the mounted or a self-signed certificate, and only readers the API allows. */
+  private secureMetrics(
+    serving: MetricsServing,
+  ): Pick<
+    ConstructorParameters<typeof HealthServer>[0] & object,
+    "tls" | "authorizeMetrics" | "onCertificate"
+  > {
+    const { logger, metrics } = this.deps;
+    const authorizer = new MetricsAuthorizer(this.deps.client(), serving.auth);
+    return {
+      tls: serving.certDir
+        ? new CertificateFolder(serving.certDir, {
+            purpose: "metrics",
+            hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
+          })
+        : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
+      onCertificate: (expiry) => metrics.certificateExpiry("metrics", expiry),
+      authorizeMetrics: async (request) => {
+        const access = await authorizer.check(
+          request.headers.authorization,
+          request.method ?? "GET",
+          "/metrics",
+        );
+        if (access.allowed) return undefined;
+        if (access.status === 500) logger.warn({ reason: access.reason }, "metrics: a review failed");
+        return { status: access.status, reason: access.reason };
+      },
+    };
+  }
+}
