@@ -8,6 +8,7 @@ import { sharedLayers } from "./layers.js";
 import type { Image } from "./layout.js";
 import { type Blob, configBlob, indexBlob, type Layer, layerOf, manifestBlob, type Platform } from "./oci.js";
 import { NODE_PATH, type NodeRuntime } from "./runtime.js";
+import { lockRootOf } from "./sbom.js";
 
 /** The platforms an image is built for by default: operators run on arm64 clusters too. */
 export const DEFAULT_PLATFORMS: readonly Platform["architecture"][] = ["amd64", "arm64"];
@@ -39,6 +40,8 @@ export interface BuiltImage extends Image {
   debian: DebianPackage[];
   /** The project's name and version, from its package.json. */
   project: { name: string; version: string };
+  /** The folder of the package-lock.json the packages come from. */
+  lockRoot: string;
 }
 
 /**
@@ -57,7 +60,7 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
   const pkg = readPackage(root);
   const cache = options.cache ?? imageCacheDir();
   const entry = resolveEntry(root, pkg, options.entry);
-  const lockRoot = findUp(root, "package-lock.json") ?? root;
+  const lockRoot = lockRootOf(root);
   const app = await buildApp(root, entry, lockRoot);
   const host: Platform["architecture"] = process.arch === "arm64" ? "arm64" : "amd64";
   const platforms = options.platforms ?? (app.native ? [host] : DEFAULT_PLATFORMS);
@@ -109,6 +112,7 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
     runtimes,
     debian: [...debian.values()],
     project: { name: pkg.name ?? name, version: pkg.version ?? "0.0.0" },
+    lockRoot,
   };
 }
 
@@ -139,13 +143,6 @@ function resolveEntry(root: string, pkg: ProjectPackage, entry: string | undefin
     throw new CliError(`no entry point in ${root}: looked for ${candidates.join(", ")} (pass --entry FILE)`);
   }
   return found;
-}
-
-function findUp(start: string, file: string): string | undefined {
-  for (let dir = start; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, file))) return dir;
-    if (dirname(dir) === dir) return undefined;
-  }
 }
 
 /** The exact version of the `node` package the project or a workspace above it depends on. */

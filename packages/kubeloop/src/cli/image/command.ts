@@ -1,0 +1,109 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { CliError } from "../errors.js";
+import { buildImage } from "./build.js";
+import { layoutTar } from "./layout.js";
+import type { Platform } from "./oci.js";
+import { pushImage } from "./push.js";
+import { spdxDocument } from "./sbom.js";
+
+const USAGE = `Usage:
+  kubeloop build [DIR] --tarball FILE | --push REF [options]
+
+  The project's operator image, without Docker: the operator bundled by esbuild, the pinned Node
+  runtime, a base made from Debian's packages, non-root, no shell; an index for linux/amd64 and
+  linux/arm64. Prints the image's digest; writes its SBOM (SPDX JSON) beside the tarball, or to
+  --sbom FILE.
+
+  DIR          the project (default: the current folder)
+  --tarball    write an OCI image layout in a tar (ctr -n k8s.io images import FILE)
+  --push       push to a registry: host[:port]/repository[:tag] (docker config credentials;
+               plain http for 127.0.0.1, localhost and ::1)
+  --tag        the name the tarball gives the image (default: --push's REF, else "image" in
+               package.json's "kubeloop" section, else NAME:VERSION)
+  --platform   linux/amd64, linux/arm64 or both, comma-separated (default: both)
+  --node       the Node version (default: the "node" package the project pins, else this Node's)
+  --entry      the module to run (default: package.json's "main", else src/main.ts)
+  --label      KEY=VALUE, more image labels (repeatable)
+  --sbom       where to write the SBOM (default: FILE.spdx.json beside --tarball)`;
+
+/** `kubeloop build`. */
+export async function buildCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      tarball: { type: "string" },
+      push: { type: "string" },
+      tag: { type: "string" },
+      platform: { type: "string" },
+      node: { type: "string" },
+      entry: { type: "string" },
+      label: { type: "string", multiple: true },
+      sbom: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (!values.tarball && !values.push)
+    throw new CliError(`say where the image goes: --tarball FILE or --push REF\n\n${USAGE}`);
+  if (positionals.length > 1) throw new CliError(`one project folder at most (got ${positionals.join(" ")})`);
+  const started = Date.now();
+  const image = await buildImage({
+    dir: positionals[0] ?? ".",
+    ...(values.tag || values.push ? { name: values.tag ?? values.push } : {}),
+    ...(values.platform ? { platforms: parsePlatforms(values.platform) } : {}),
+    ...(values.node ? { nodeVersion: values.node } : {}),
+    ...(values.entry ? { entry: values.entry } : {}),
+    ...(values.label ? { labels: parseLabels(values.label) } : {}),
+  });
+  const sbom = `${JSON.stringify(spdxDocument(image), null, 2)}\n`;
+  if (values.tarball) {
+    const file = resolve(values.tarball);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, layoutTar(image));
+    console.error(`wrote ${file} (${image.name})`);
+  }
+  const sbomFile =
+    values.sbom ?? (values.tarball ? `${values.tarball.replace(/\.tar$/, "")}.spdx.json` : undefined);
+  if (sbomFile) {
+    writeFileSync(sbomFile, sbom);
+    console.error(`wrote the SBOM to ${resolve(sbomFile)}`);
+  }
+  if (values.push) console.error(`pushed ${await pushImage(image, values.push)}`);
+  const sizes = image.platforms.map(
+    (p) => `${p.platform.architecture} ${mb(p.layers.reduce((sum, l) => sum + l.blob.size, 0))} compressed`,
+  );
+  console.error(`built in ${((Date.now() - started) / 1000).toFixed(1)} s: ${sizes.join(", ")}`);
+  for (const pkg of image.app.external)
+    console.error(`  beside the bundle: ${pkg.name}@${pkg.version} (${pkg.reason})`);
+  console.log(image.digest);
+  return 0;
+}
+
+function parsePlatforms(value: string): Platform["architecture"][] {
+  return value.split(",").map((platform) => {
+    const arch = platform.trim().replace(/^linux\//, "");
+    if (arch !== "amd64" && arch !== "arm64")
+      throw new CliError(`--platform ${platform}: kubeloop build makes linux/amd64 and linux/arm64`);
+    return arch;
+  });
+}
+
+function parseLabels(labels: string[]): Record<string, string> {
+  return Object.fromEntries(
+    labels.map((label) => {
+      const eq = label.indexOf("=");
+      if (eq <= 0) throw new CliError(`--label ${label}: write KEY=VALUE`);
+      return [label.slice(0, eq), label.slice(eq + 1)];
+    }),
+  );
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
+}
