@@ -79,13 +79,21 @@ function npmPackage(pkg: BundledPackage, lock: LockEntry | undefined): object {
   return {
     name: pkg.name,
     versionInfo: pkg.version,
-    downloadLocation: lock?.resolved?.startsWith("http") ? lock.resolved : "NOASSERTION",
+    downloadLocation: downloadLocation(pkg, lock),
     licenseConcluded: "NOASSERTION",
     licenseDeclared: pkg.license ?? lock?.license ?? "NOASSERTION",
     copyrightText: "NOASSERTION",
     ...(lock?.integrity ? checksums(lock.integrity) : {}),
     externalRefs: [purl(`pkg:npm/${pkg.name.replace("@", "%40")}@${pkg.version}`)],
   };
+}
+
+/** The lockfile's `resolved`; npm leaves it out for registry packages, whose tarball URL is then npm's usual one. */
+function downloadLocation(pkg: BundledPackage, lock: LockEntry | undefined): string {
+  if (lock?.resolved?.startsWith("http")) return lock.resolved;
+  if (!lock?.integrity) return "NOASSERTION";
+  const base = pkg.name.split("/").pop() ?? pkg.name;
+  return `https://registry.npmjs.org/${pkg.name}/-/${base}-${pkg.version}.tgz`;
 }
 
 function checksums(integrity: string): object {
