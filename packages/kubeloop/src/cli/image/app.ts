@@ -71,6 +71,8 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
       sourcemap: "linked",
       sourcesContent: false,
       legalComments: "eof",
+      minify: true,
+      keepNames: true,
       logLevel: "silent",
       external: [...external.values()].map((p) => p.name),
       // A CommonJS dependency's require() of a Node built-in needs a require in an ES module.

@@ -203,3 +203,33 @@ describe("kubeloop build (the nginx example)", () => {
     },
   );
 });
+
+describe("kubeloop build, the command", () => {
+  const cli = join(import.meta.dirname, "../../../dist/cli/main.js");
+
+  it("builds the MyApp and SampleDB operators too, printing the digest of the tarball it writes, with an SBOM beside it", () => {
+    for (const example of ["myapp", "sampledb"]) {
+      const tarball = join(scratch, `${example}.tar`);
+      const run = spawnSync(
+        process.execPath,
+        [cli, "build", join(REPO, "examples", example), "--tarball", tarball],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(run.status, run.stderr).toBe(0);
+      const { index } = readLayout(readFileSync(tarball));
+      expect(run.stdout.trim()).toBe(index.manifests[0]?.digest);
+      const sbom = JSON.parse(readFileSync(join(scratch, `${example}.spdx.json`), "utf8")) as {
+        spdxVersion: string;
+      };
+      expect(sbom.spdxVersion).toBe("SPDX-2.3");
+    }
+  }, 600_000);
+
+  it("says where the image should go when told nowhere", () => {
+    const run = spawnSync(process.execPath, [cli, "build", NGINX], { encoding: "utf8" });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain("say where the image goes: --tarball FILE or --push REF");
+  });
+});

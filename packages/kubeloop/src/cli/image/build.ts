@@ -6,7 +6,16 @@ import type { DebianPackage } from "./base.js";
 import { imageCacheDir } from "./cache.js";
 import { sharedLayers } from "./layers.js";
 import type { Image } from "./layout.js";
-import { type Blob, configBlob, indexBlob, type Layer, layerOf, manifestBlob, type Platform } from "./oci.js";
+import {
+  type Blob,
+  type Compression,
+  configBlob,
+  indexBlob,
+  type Layer,
+  layerOf,
+  manifestBlob,
+  type Platform,
+} from "./oci.js";
 import { NODE_PATH, type NodeRuntime } from "./runtime.js";
 import { lockRootOf } from "./sbom.js";
 
@@ -28,6 +37,8 @@ export interface BuildImageOptions {
   labels?: Record<string, string>;
   /** Default: {@link imageCacheDir}. */
   cache?: string;
+  /** Default gzip; zstd makes the image about a third smaller (see {@link Compression}). */
+  compression?: Compression;
 }
 
 /** A built image: what {@link Image} holds, and what it is made of (for the SBOM and the output). */
@@ -73,14 +84,15 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
   }
   const nodeVersion = options.nodeVersion ?? pinnedNode(root) ?? process.versions.node;
   const name = options.name ?? pkg.kubeloop?.image ?? `${pkg.name ?? "operator"}:${pkg.version ?? "latest"}`;
-  const appLayer = layerOf(app.files, "app: the bundled operator");
+  const compression = options.compression ?? "gzip";
+  const appLayer = layerOf(app.files, "app: the bundled operator", compression);
   const labels = { ...labelsOf(pkg), ...options.labels };
   const built: BuiltImage["platforms"] = [];
   const runtimes: NodeRuntime[] = [];
   const debian = new Map<string, DebianPackage>();
   for (const architecture of platforms) {
     const platform: Platform = { architecture, os: "linux" };
-    const shared = await sharedLayers(platform, nodeVersion, cache);
+    const shared = await sharedLayers(platform, nodeVersion, cache, compression);
     runtimes.push(shared.runtime);
     for (const deb of shared.debian) debian.set(deb.file, deb);
     const layers = [...shared.layers, appLayer];

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, zstdDecompressSync } from "node:zlib";
 import { afterAll, describe, expect, it } from "vitest";
 import { layoutTar, readLayout } from "./layout.js";
 import { configBlob, indexBlob, layerOf, MEDIA_TYPES, manifestBlob, type Platform, sha256 } from "./oci.js";
@@ -145,5 +145,16 @@ describe("an OCI image layout", () => {
     const layer = layerOf(entries, "app").blob.bytes;
     expect(layer.readUInt32LE(4)).toBe(0);
     expect(layer[9]).toBe(255);
+  });
+});
+
+describe("zstd layers", () => {
+  it("are the same bytes when made twice, decompress to the layer's tar, and say so in their media type", () => {
+    const a = layerOf(entries, "app", "zstd");
+    const b = layerOf([...entries].reverse(), "app", "zstd");
+    expect(a.blob.bytes.equals(b.blob.bytes)).toBe(true);
+    expect(a.blob.mediaType).toBe("application/vnd.oci.image.layer.v1.tar+zstd");
+    expect(sha256(zstdDecompressSync(a.blob.bytes))).toBe(a.diffId);
+    expect(a.diffId).toBe(layerOf(entries, "app", "gzip").diffId);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { gzipSync } from "node:zlib";
+import { constants, gzipSync, zstdCompressSync } from "node:zlib";
 import { type TarEntry, writeTar } from "./tar.js";
 
 /**
@@ -15,7 +15,18 @@ export const MEDIA_TYPES = {
   manifest: "application/vnd.oci.image.manifest.v1+json",
   config: "application/vnd.oci.image.config.v1+json",
   layer: "application/vnd.oci.image.layer.v1.tar+gzip",
+  zstdLayer: "application/vnd.oci.image.layer.v1.tar+zstd",
 } as const;
+
+/**
+ * How layers are compressed. gzip is what every registry, Docker and containerd read. zstd makes
+ * the Node runtime a third smaller (46 → 33 MB) and is read by containerd ≥ 1.5, CRI-O and
+ * Docker ≥ 23, so by the runtimes of every supported Kubernetes: `--compression zstd`.
+ */
+export type Compression = "gzip" | "zstd";
+
+/** zstd levels: the shared layers are made once and cached, so they get the slow, small one. */
+export const ZSTD_LEVEL = { shared: 19, app: 12 } as const;
 
 /** The uid and gid the operator runs as: distroless's `nonroot`, which Pod Security `restricted` accepts. */
 export const NONROOT = 65532;
@@ -70,13 +81,33 @@ export function gzip(bytes: Uint8Array): Buffer {
   return out;
 }
 
-export function layerOf(entries: readonly TarEntry[], comment: string): Layer {
-  return layerOfTar(writeTar(entries), comment);
+/** zstd at `level`: a zstd frame has no timestamp or name, so the same input gives the same bytes. */
+export function zstd(bytes: Uint8Array, level: number): Buffer {
+  return zstdCompressSync(bytes, {
+    params: { [constants.ZSTD_c_compressionLevel]: level, [constants.ZSTD_c_checksumFlag]: 1 },
+  });
 }
 
-export function layerOfTar(tar: Buffer, comment: string): Layer {
+export function layerOf(
+  entries: readonly TarEntry[],
+  comment: string,
+  compression: Compression = "gzip",
+  zstdLevel: number = ZSTD_LEVEL.app,
+): Layer {
+  return layerOfTar(writeTar(entries), comment, compression, zstdLevel);
+}
+
+export function layerOfTar(
+  tar: Buffer,
+  comment: string,
+  compression: Compression = "gzip",
+  zstdLevel: number = ZSTD_LEVEL.app,
+): Layer {
   return {
-    blob: blobOf(MEDIA_TYPES.layer, gzip(tar)),
+    blob:
+      compression === "zstd"
+        ? blobOf(MEDIA_TYPES.zstdLayer, zstd(tar, zstdLevel))
+        : blobOf(MEDIA_TYPES.layer, gzip(tar)),
     diffId: sha256(tar),
     uncompressedSize: tar.length,
     comment,
