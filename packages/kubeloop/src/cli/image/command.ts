@@ -1,8 +1,9 @@
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CliError } from "../errors.js";
 import { buildImage } from "./build.js";
+import { buildBundleImage } from "./bundle-image.js";
 import { layoutTar } from "./layout.js";
 import type { Compression, Platform } from "./oci.js";
 import { pushImage } from "./push.js";
@@ -28,7 +29,9 @@ const USAGE = `Usage:
   --node       the Node version (default: the "node" package the project pins, else this Node's)
   --entry      the module to run (default: package.json's "main", else src/main.ts)
   --label      KEY=VALUE, more image labels (repeatable)
-  --sbom       where to write the SBOM (default: FILE.spdx.json beside --tarball)`;
+  --sbom       where to write the SBOM (default: FILE.spdx.json beside --tarball)
+  --bundle     the OLM bundle image instead (bundle/ as kubeloop generate wrote it, labelled with
+               its annotations; default name: the image's repository with -bundle, at VERSION)`;
 
 /** `kubeloop build`. */
 export async function buildCommand(argv: string[]): Promise<number> {
@@ -45,6 +48,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
       entry: { type: "string" },
       label: { type: "string", multiple: true },
       sbom: { type: "string" },
+      bundle: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -55,6 +59,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
   if (!values.tarball && !values.push)
     throw new CliError(`say where the image goes: --tarball FILE or --push REF\n\n${USAGE}`);
   if (positionals.length > 1) throw new CliError(`one project folder at most (got ${positionals.join(" ")})`);
+  if (values.bundle) return bundleCommand(positionals[0] ?? ".", values);
   const started = Date.now();
   const image = await buildImage({
     dir: positionals[0] ?? ".",
@@ -87,6 +92,33 @@ export async function buildCommand(argv: string[]): Promise<number> {
     console.error(`  beside the bundle: ${pkg.name}@${pkg.version} (${pkg.reason})`);
   console.log(image.digest);
   return 0;
+}
+
+/** `kubeloop build --bundle`: the OLM bundle image instead of the operator's. */
+async function bundleCommand(
+  dir: string,
+  values: { tarball?: string; push?: string; tag?: string },
+): Promise<number> {
+  const root = resolve(dir);
+  const image = buildBundleImage(root, values.tag ?? values.push ?? defaultBundleName(root));
+  if (values.tarball) {
+    writeFileSync(resolve(values.tarball), layoutTar(image));
+    console.error(`wrote ${resolve(values.tarball)} (${image.name})`);
+  }
+  if (values.push) console.error(`pushed ${await pushImage(image, values.push)}`);
+  console.log(image.digest);
+  return 0;
+}
+
+/** The operator's image repository with -bundle, tagged with the project's version (operator-sdk's convention). */
+function defaultBundleName(root: string): string {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    name?: string;
+    version?: string;
+    kubeloop?: { image?: string };
+  };
+  const repository = (pkg.kubeloop?.image ?? pkg.name ?? "operator").replace(/(:[^/:]+)?(@.*)?$/, "");
+  return `${repository}-bundle:${pkg.version ?? "latest"}`;
 }
 
 function parsePlatforms(value: string): Platform["architecture"][] {

@@ -7,6 +7,7 @@
  */
 export type { AppBuild, BundledPackage, ExternalPackage } from "./app.js";
 export { type BuildImageOptions, type BuiltImage, buildImage, DEFAULT_PLATFORMS } from "./build.js";
+export { buildBundleImage } from "./bundle-image.js";
 export { buildCommand } from "./command.js";
 export { type Image, layoutTar, readLayout } from "./layout.js";
 export type { Platform } from "./oci.js";

@@ -155,7 +155,7 @@ and the tests pick them up.
 |---|---|
 | \`npm run run\` | regenerates \`config/\`, installs the CRDs, runs \`src/main.ts\` against the current kubeconfig context — or starts a local cluster in \`.kubeloop/\` when there is none, and leaves it running for the next time — and restarts it when a file in \`src/\` changes |
 | \`npm test\` | the tests: each file starts etcd and kube-apiserver, installs \`config/\`, and runs the manager in-process; \`test/config.test.ts\` fails when \`config/\` is stale |
-| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`, \`bundle.Dockerfile\`) |
+| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`) |
 | \`npx kubeloop check\` | scorecard-like checks of \`config/\` (CRD schemas and descriptions, spec/status, status subresource, RBAC without wildcards); \`--live\` also runs the manager on a local cluster with each sample and checks owner references and cleanup (\`test/check.test.ts\` runs it) |
 | \`npm run build\` | type-checks (Node runs the TypeScript directly; there is nothing to compile) |
 | \`npm run build:image\` | the operator's image without Docker (\`kubeloop build\`): bundled, on the pinned Node, non-root, no shell, for amd64 and arm64, in \`image.tar\` with its SBOM; \`npx kubeloop build --push REF\` pushes it |
@@ -186,8 +186,8 @@ helm uninstall ${name} -n ${name}-system   # the CRDs, and your objects, stay (c
 
 \`charts/${name}/values.yaml\` lists every setting (resources, scheduling, pod security, webhook
 certificates: \`self-signed\`, \`cert-manager\` or an existing \`secret\`), and \`values.schema.json\`
-rejects a wrong one. For OLM, build \`bundle.Dockerfile\` (\`docker build -f bundle.Dockerfile -t
-registry.example.com/${name}-bundle:0.1.0 .\`). To try it without either: \`npx kubeloop deploy
+rejects a wrong one. For OLM, push the bundle image (\`npx kubeloop build --bundle --push
+registry.example.com/${name}-bundle:0.1.0\`). To try it without either: \`npx kubeloop deploy
 --image registry.example.com/${name}:0.1.0\`.
 `;
 }
