@@ -7,6 +7,7 @@ import { deployCommand, undeployCommand } from "./deploy.js";
 import { CliError } from "./errors.js";
 import { generateCommand } from "./generate.js";
 import { generateTypesCommand } from "./generate-types.js";
+import { buildCommand } from "./image/index.js";
 import { initCommand } from "./init.js";
 import { installCommand, uninstallCommand } from "./install.js";
 import { migrateCommand } from "./migrate.js";
@@ -27,6 +28,7 @@ Usage:
   kubeloop generate [--check]  write config/ (CRDs, RBAC, manifests), the Helm chart and the OLM bundle
   kubeloop generate types <crd.yaml|URL|name> [--out F]  TypeScript types and a resourceType per served version
   kubeloop check [--live]      scorecard-like checks: CRD schemas, RBAC; with --live owner references and cleanup
+  kubeloop build [DIR] --tarball FILE | --push REF   the operator's image, without Docker (amd64 + arm64)
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
 
@@ -37,6 +39,8 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "cluster":
       return clusterCommand(rest);
+    case "build":
+      return buildCommand(rest);
     case "assets":
       return assetsCommand(rest);
     case "init":
