@@ -6,6 +6,7 @@ import type { DebianPackage } from "./base.js";
 import { imageCacheDir } from "./cache.js";
 import { sharedLayers } from "./layers.js";
 import type { Image } from "./layout.js";
+import { lockRootOf } from "./lock-root.js";
 import {
   type Blob,
   type Compression,
@@ -18,7 +19,6 @@ import {
 } from "./oci.js";
 import { pullBase } from "./pull.js";
 import { NODE_PATH, type NodeRuntime } from "./runtime.js";
-import { lockRootOf } from "./sbom.js";
 
 /** The platforms an image is built for by default: operators run on arm64 clusters too. */
 export const DEFAULT_PLATFORMS: readonly Platform["architecture"][] = ["amd64", "arm64"];

@@ -111,11 +111,3 @@ function purl(locator: string): object {
 function id(text: string): string {
   return text.replace(/[^A-Za-z0-9.-]+/g, "-");
 }
-
-/** The folder of the package-lock.json that governs `root`: its own, or its workspace's. */
-export function lockRootOf(root: string): string {
-  for (let dir = root; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, "package-lock.json"))) return dir;
-    if (dirname(dir) === dir) return root;
-  }
-}
