@@ -16,7 +16,7 @@
 //                                   writes the Roles, RoleBindings and this variable)
 import { parseArgs } from "node:util";
 import { Manager } from "kubeloop";
-import { nginxController, OPERATOR_NAME } from "./nginx.ts";
+import { nginxController, nginxServiceController, OPERATOR_NAME } from "./nginx.ts";
 import { nginxWebhooks } from "./webhooks.ts";
 
 const { values } = parseArgs({
@@ -40,6 +40,6 @@ const manager = new Manager({
       }
     : false,
 });
-manager.add(nginxController);
+manager.add(nginxController).add(nginxServiceController);
 if (process.env.ENABLE_WEBHOOKS !== "false") manager.addWebhooks(nginxWebhooks);
 await manager.start();

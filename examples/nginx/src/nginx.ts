@@ -70,13 +70,12 @@ function isRunningAndReady(pod: {
 }
 
 /**
- * Nginx → a Deployment of `spec.replicas` pods and a Service in front of them, owned by it (deleted
- * with it); `status.nodes` lists the running pods; `Ready` is true once all of them run.
+ * Nginx → a Deployment of `spec.replicas` pods, owned by it (deleted with it); `status.nodes`
+ * lists the running pods; `Ready` is true once all of them run.
  */
 export const nginxController = controller(Nginx)
   .named(OPERATOR_NAME)
   .owns(Deployment)
-  .owns(Service)
   .watches(
     Pod,
     (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
@@ -86,7 +85,6 @@ export const nginxController = controller(Nginx)
     if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
     const replicas = nginx.spec.replicas;
     await ctx.apply(deploymentFor(nginx));
-    await ctx.apply(serviceFor(nginx));
     const pods = ctx.cache
       .list(Pod, { namespace: ctx.namespace ?? "", labels: podLabels(nginx) })
       .filter((pod) => !pod.metadata?.deletionTimestamp && isRunningAndReady(pod));
@@ -106,4 +104,18 @@ export const nginxController = controller(Nginx)
     }
     // Pod changes wake us anyway; this is only a safety net.
     return after("30s");
+  });
+
+/**
+ * Nginx → the Service in front of its pods (`<name>.<namespace>.svc`, port 80), owned by it. A
+ * controller of its own: serving is a concern apart from running the pods, and the rollout's
+ * reconciler (and its in-memory unit tests) stays the same.
+ */
+export const nginxServiceController = controller(Nginx)
+  .named(`${OPERATOR_NAME}-service`)
+  .owns(Service)
+  .reconcile(async (nginx, ctx) => {
+    if (ctx.deleted) return done(); // the Service goes with it (garbage collection)
+    await ctx.apply(serviceFor(nginx));
+    return done();
   });

@@ -214,7 +214,7 @@ spec:
       "--",
       ...command.split(" "),
     ]);
-    await ok(["-n", "real", "rollout", "status", "deployment/sleeper", "--timeout=90s"]);
+    await ok(["-n", "real", "rollout", "status", "deployment/sleeper", "--timeout=180s"]);
     const pid = hostPidOf(command);
     expect(pid).toBeGreaterThan(1);
     process.kill(pid, "SIGKILL");
@@ -289,7 +289,7 @@ async function runPod(
 }
 
 /**
- * An HTTP server on 10.99.0.2 in a network namespace of its own, linked to this machine by a veth
+ * An HTTP server on 10.97.0.2 in a network namespace of its own, linked to this machine by a veth
  * pair: an address the machine reaches that is neither its own nor the cluster's.
  */
 async function startStranger(): Promise<{ url: string; [Symbol.asyncDispose]: () => Promise<void> }> {
@@ -297,18 +297,18 @@ async function startStranger(): Promise<{ url: string; [Symbol.asyncDispose]: ()
   const sh = (command: string) => execSync(command, { stdio: "pipe" });
   sh(`ip netns add ${name}`);
   sh(`ip link add ${name} type veth peer name eth0 netns ${name}`);
-  sh(`ip addr add 10.99.0.1/30 dev ${name} && ip link set ${name} up`);
+  sh(`ip addr add 10.97.0.1/30 dev ${name} && ip link set ${name} up`);
   sh(
-    `ip -n ${name} addr add 10.99.0.2/30 dev eth0 && ip -n ${name} link set eth0 up && ip -n ${name} link set lo up`,
+    `ip -n ${name} addr add 10.97.0.2/30 dev eth0 && ip -n ${name} link set eth0 up && ip -n ${name} link set lo up`,
   );
-  sh(`ip -n ${name} route add default via 10.99.0.1`);
+  sh(`ip -n ${name} route add default via 10.97.0.1`);
   const server = spawn("ip", ["netns", "exec", name, "python3", "-c", STRANGER_SERVER], {
     stdio: "ignore",
     detached: true,
   });
-  const url = "http://10.99.0.2:8000/";
+  const url = "http://10.97.0.2:8000/";
   await pollUntil(async () => (await fetch(url).catch(() => undefined))?.ok === true, {
-    timeoutMs: 10_000,
+    timeoutMs: 30_000,
     message: "the stranger's server",
   });
   return {
@@ -328,7 +328,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.end_headers(); self.wfile.write(b"stranger")
     def log_message(self, *args): pass
-http.server.HTTPServer(("10.99.0.2", 8000), H).serve_forever()
+http.server.HTTPServer(("10.97.0.2", 8000), H).serve_forever()
 `;
 
 /** Runs `kubectl port-forward` until stopped; resolves once it says which local port it took. */
