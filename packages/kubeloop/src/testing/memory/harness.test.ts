@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../client/types.js";
 import { controller } from "../../controller/builder.js";
 import { after, done, terminal } from "../../controller/result.js";
-import { ConfigMap } from "../../k8s/index.js";
+import { ConfigMap, Service } from "../../k8s/index.js";
 import { ReconcileHarness } from "./harness.js";
 
 // The harness's own promises: one reconcile per step in queue order, changes made between steps
@@ -90,5 +90,15 @@ describe("ReconcileHarness", () => {
     await h.client.create(cm("loop"));
     await expect(h.reconcileUntilIdle(20)).rejects.toThrow(/still reconciling after 20 steps: default\/loop/);
     await h.stop();
+  });
+
+  it("refuses at once a controller that owns a kind the in-memory server does not emulate", async () => {
+    const owner = controller(ConfigMap)
+      .named("service-owner")
+      .owns(Service)
+      .reconcile(async () => done());
+    await expect(ReconcileHarness.start(owner)).rejects.toThrow(
+      /the controller watches Service \(v1\), which the in-memory API server does not emulate/,
+    );
   });
 });

@@ -94,6 +94,12 @@ export class ReconcileHarness<T extends KubeObject> {
     };
     copy.prepare({ client, registry, logger: SILENT, events });
     harness = new ReconcileHarness(server, client, clock, copy, registry);
+    try {
+      await refuseNotEmulated(client, registry);
+    } catch (error) {
+      await registry.stopAll();
+      throw error;
+    }
     await registry.waitForSync();
     await harness.settle();
     return harness;
@@ -136,5 +142,25 @@ export class ReconcileHarness<T extends KubeObject> {
   async stop(): Promise<void> {
     await this.controller.stop(0);
     await this.registry.stopAll();
+  }
+}
+
+/**
+ * Fails at once, naming the kind, when the controller watches a kind the in-memory server refuses
+ * to emulate (a Service, say): its informer would otherwise retry the list for ever.
+ */
+async function refuseNotEmulated(client: Client, registry: InformerRegistry): Promise<void> {
+  for (const informer of registry.informers) {
+    try {
+      await client.list(informer.type, { limit: 1 });
+    } catch (error) {
+      const message = (error as Error).message;
+      if (!/not emulated/.test(message)) continue;
+      throw new Error(
+        `ReconcileHarness: the controller watches ${informer.type.kind} (${informer.type.apiVersion}), which the in-memory ` +
+          `API server does not emulate (${message}). Test this controller on a real API server (ControlPlane), or ` +
+          "move the part that owns or watches it into a controller of its own.",
+      );
+    }
   }
 }
