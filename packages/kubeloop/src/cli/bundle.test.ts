@@ -127,20 +127,4 @@ describe("the generated OLM bundle", () => {
     // OLM mounts its own serving certificate, so the generated Secret volume is not in the CSV.
     expect(csv.spec.install.spec.deployments[0]?.spec.template.spec.volumes).toBeUndefined();
   });
-
-  it("labels bundle.Dockerfile with exactly the annotations of metadata/annotations.yaml", () => {
-    const { annotations } = parse(
-      readFileSync(join(EXAMPLES, "nginx/bundle/metadata/annotations.yaml"), "utf8"),
-    ) as {
-      annotations: Record<string, string>;
-    };
-    expect(annotations["operators.operatorframework.io.bundle.mediatype.v1"]).toBe("registry+v1");
-    const labels = Object.fromEntries(
-      readFileSync(join(EXAMPLES, "nginx/bundle.Dockerfile"), "utf8")
-        .split("\n")
-        .filter((line) => line.startsWith("LABEL "))
-        .map((line) => line.slice(6).split("=") as [string, string]),
-    );
-    expect(labels).toEqual(annotations);
-  });
 });

@@ -3,9 +3,9 @@ import { toYaml } from "./yaml.js";
 /**
  * The OLM bundle `kubeloop generate` writes to bundle/ (operator-sdk's registry+v1 layout): the
  * ClusterServiceVersion in manifests/ beside the CRDs and the objects OLM may carry (the metrics
- * Service, the scrapers' ClusterRole), metadata/annotations.yaml, and bundle.Dockerfile at the
- * project's root, whose labels repeat the annotations. Everything comes from the objects generate
- * writes to config/:
+ * Service, the scrapers' ClusterRole) and metadata/annotations.yaml; `kubeloop build --bundle`
+ * makes the bundle image from them (what operator-sdk's bundle.Dockerfile describes, labelled with
+ * the annotations). Everything comes from the objects generate writes to config/:
  *
  * - the install strategy is the manager Deployment, with WATCH_NAMESPACE taken from the
  *   OperatorGroup's target namespaces (so all four install modes work) and the webhook
@@ -90,7 +90,7 @@ const CHANNEL_ALPHA = "alpha";
 /** Where OLM mounts the webhook serving certificate it manages (controller-runtime's default). */
 const OLM_CERT_PATH = "/tmp/k8s-webhook-server/serving-certs";
 
-/** The bundle's files relative to the project root: bundle/… and bundle.Dockerfile. */
+/** The bundle's files relative to the project root: bundle/…. */
 export function bundleFiles(input: BundleInput): Map<string, string> {
   const objects = [...input.config.values()].flat() as Obj[];
   const crds = objects.filter((o) => o.kind === "CustomResourceDefinition") as CrdObject[];
@@ -109,19 +109,6 @@ export function bundleFiles(input: BundleInput): Map<string, string> {
   }
   const annotations = bundleAnnotations(input.name, channel);
   files.set("bundle/metadata/annotations.yaml", HEADER + toYaml({ annotations }));
-  files.set(
-    "bundle.Dockerfile",
-    [
-      HEADER.trimEnd(),
-      "FROM scratch",
-      "",
-      ...Object.entries(annotations).map(([key, value]) => `LABEL ${key}=${value}`),
-      "",
-      "COPY bundle/manifests /manifests/",
-      "COPY bundle/metadata /metadata/",
-      "",
-    ].join("\n"),
-  );
   return files;
 }
 

@@ -188,7 +188,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       : undefined;
   if (shipping) {
     for (const [file, text] of shipping.files) wanted.set(relative(out, file), text);
-    for (const [file, text] of readGenerated(shipping.roots, shipping.files.keys()))
+    for (const [file, text] of readGenerated(shipping.roots, [...shipping.files.keys(), ...shipping.retired]))
       onDisk.set(relative(out, file), text);
   }
   const stale = [...wanted].filter(([file, text]) => onDisk.get(file) !== text);

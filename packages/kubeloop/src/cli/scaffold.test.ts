@@ -82,7 +82,6 @@ describe("kubeloop init", () => {
       "tsconfig.json",
       "vitest.config.ts",
       ".gitignore",
-      "Dockerfile",
       "README.md",
       "src/main.ts",
       "src/resources.ts",
@@ -95,7 +94,18 @@ describe("kubeloop init", () => {
       expect(existsSync(join(project, file)), file).toBe(true);
     }
     const json = JSON.parse(readFileSync(join(project, "package.json"), "utf8"));
-    expect(Object.keys(json.scripts)).toEqual(["build", "test", "generate", "run", "cluster", "start"]);
+    expect(Object.keys(json.scripts)).toEqual([
+      "build",
+      "test",
+      "generate",
+      "run",
+      "cluster",
+      "start",
+      "build:image",
+    ]);
+    expect(json.scripts["build:image"]).toBe("kubeloop build --tarball image.tar");
+    // The image is built by `kubeloop build`, not by a Dockerfile nothing would build.
+    expect(existsSync(join(project, "Dockerfile"))).toBe(false);
     expect(json.kubeloop).toEqual({
       name: "shipyard",
       domain: "example.org",

@@ -7,8 +7,8 @@ import { projectDependencies } from "./versions.js";
  * which is how the manager, the tests and `kubeloop generate` all find what it creates.
  *
  * The TypeScript runs as is: Node (≥ 22.18) strips the types, so there is no build output to keep
- * in step with the sources, `kubeloop run` restarts in a blink, and the image copies src/. `tsc`
- * only type-checks (`npm run build`).
+ * in step with the sources, and `kubeloop run` restarts in a blink. `tsc` only type-checks
+ * (`npm run build`); `npm run build:image` (`kubeloop build`) bundles src/main.ts into the image.
  */
 
 export interface ProjectOptions {
@@ -30,8 +30,6 @@ export function projectFiles(options: ProjectOptions): Map<string, string> {
     ["tsconfig.json", TSCONFIG],
     ["vitest.config.ts", VITEST_CONFIG],
     [".gitignore", GITIGNORE],
-    [".dockerignore", DOCKERIGNORE],
-    ["Dockerfile", dockerfile(options)],
     ["README.md", readme(options)],
     ["src/main.ts", mainTs(options)],
     [INDEX_MODULES.resources, RESOURCES_INDEX],
@@ -61,6 +59,7 @@ function packageJson({ name, domain, kubeloopSpec }: ProjectOptions): string {
       run: "kubeloop run",
       cluster: "kubeloop cluster start --profile cluster",
       start: "node src/main.ts",
+      "build:image": "kubeloop build --tarball image.tar",
     },
     kubeloop: {
       name,
@@ -118,37 +117,10 @@ const GITIGNORE = `node_modules/
 # The local cluster of \`npm run cluster\` / \`kubeloop run\`: certificates, etcd data, logs.
 .kubeloop/
 *.log
+# \`npm run build:image\`: the image and its SBOM.
+image.tar
+image.spdx.json
 `;
-
-const DOCKERIGNORE = `node_modules
-.kubeloop
-.git
-test
-config
-`;
-
-function dockerfile({ name }: ProjectOptions): string {
-  return `# The operator's image: production dependencies installed in a build stage, then copied with the
-# sources onto a minimal Node base and run as a non-root user (the generated Deployment also makes
-# the root filesystem read-only and drops every capability). Node runs src/*.ts as they are (type
-# stripping), so there is no compile step.
-#   docker build -t ${name}:dev .
-FROM node:24-slim AS build
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts
-
-FROM node:24-slim
-ENV NODE_ENV=production
-WORKDIR /app
-COPY --from=build /app/node_modules node_modules
-COPY package.json ./
-COPY src src
-USER 65532:65532
-# node itself as PID 1, not npm: SIGTERM reaches the manager, which shuts down gracefully.
-ENTRYPOINT ["node", "src/main.ts"]
-`;
-}
 
 function readme({ name, domain }: ProjectOptions): string {
   return `# ${name}
@@ -183,9 +155,10 @@ and the tests pick them up.
 |---|---|
 | \`npm run run\` | regenerates \`config/\`, installs the CRDs, runs \`src/main.ts\` against the current kubeconfig context — or starts a local cluster in \`.kubeloop/\` when there is none, and leaves it running for the next time — and restarts it when a file in \`src/\` changes |
 | \`npm test\` | the tests: each file starts etcd and kube-apiserver, installs \`config/\`, and runs the manager in-process; \`test/config.test.ts\` fails when \`config/\` is stale |
-| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`, \`bundle.Dockerfile\`) |
+| \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`) |
 | \`npx kubeloop check\` | scorecard-like checks of \`config/\` (CRD schemas and descriptions, spec/status, status subresource, RBAC without wildcards); \`--live\` also runs the manager on a local cluster with each sample and checks owner references and cleanup (\`test/check.test.ts\` runs it) |
 | \`npm run build\` | type-checks (Node runs the TypeScript directly; there is nothing to compile) |
+| \`npm run build:image\` | the operator's image without Docker (\`kubeloop build\`): bundled, on the pinned Node, non-root, no shell, for amd64 and arm64, in \`image.tar\` with its SBOM; \`npx kubeloop build --push REF\` pushes it |
 | \`npm run cluster\` | starts a local cluster (API server, controller manager, scheduler, fake nodes) in the background; \`npx kubeloop cluster stop\` stops it |
 | \`npx kubeloop install\` / \`uninstall\` | the CRDs on the current cluster (\`uninstall\` refuses while objects of them exist, unless \`--force\`) |
 | \`npx kubeloop deploy --image IMAGE\` / \`undeploy\` | the whole operator (CRDs, RBAC, namespace, Deployment) on the current cluster |
@@ -199,11 +172,12 @@ Settings of \`src/main.ts\` (flag or environment): \`--metrics-port\`/\`METRICS_
 
 ## Ship it
 
-Build and push the image, then install the generated Helm chart (its version is package.json's;
-set \`"image"\` in the \`"kubeloop"\` section to the pushed repository and run \`npm run generate\`):
+Build and push the image (no Docker needed: \`kubeloop build\` writes it itself and prints its
+digest), then install the generated Helm chart (its version is package.json's; set \`"image"\` in
+the \`"kubeloop"\` section to the pushed repository and run \`npm run generate\`):
 
 \`\`\`sh
-docker build -t registry.example.com/${name}:0.1.0 . && docker push registry.example.com/${name}:0.1.0
+npx kubeloop build --push registry.example.com/${name}:0.1.0
 helm install ${name} ./charts/${name} --namespace ${name}-system --create-namespace \\
   --set manager.image.repository=registry.example.com/${name} --set manager.image.tag=0.1.0
 helm upgrade ${name} ./charts/${name} -n ${name}-system --reuse-values --set manager.replicas=3
@@ -212,8 +186,8 @@ helm uninstall ${name} -n ${name}-system   # the CRDs, and your objects, stay (c
 
 \`charts/${name}/values.yaml\` lists every setting (resources, scheduling, pod security, webhook
 certificates: \`self-signed\`, \`cert-manager\` or an existing \`secret\`), and \`values.schema.json\`
-rejects a wrong one. For OLM, build \`bundle.Dockerfile\` (\`docker build -f bundle.Dockerfile -t
-registry.example.com/${name}-bundle:0.1.0 .\`). To try it without either: \`npx kubeloop deploy
+rejects a wrong one. For OLM, push the bundle image (\`npx kubeloop build --bundle --push
+registry.example.com/${name}-bundle:0.1.0\`). To try it without either: \`npx kubeloop deploy
 --image registry.example.com/${name}:0.1.0\`.
 `;
 }
