@@ -1,10 +1,9 @@
-import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import { ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
+import type { ControlPlane } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildImage, type Cluster, cluster, NS, nginx, startPlane } from "./cluster.ts";
 import { root } from "./operator.ts";
 
 // The operator as its users ship it: `kubeloop build` makes its image, the node profile loads it,
@@ -12,43 +11,20 @@ import { root } from "./operator.ts";
 // two replicas with leader election, webhooks behind their Service, HTTPS metrics behind RBAC.
 // Nothing here runs the operator as a process of this machine.
 
-const run = promisify(execFile);
-const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
-const NS = "nginx-operator-system";
 const IMAGE = "kubeloop.local/nginx-operator:e2e";
-const platform = process.arch === "arm64" ? "linux/arm64" : "linux/amd64";
 
 let plane: ControlPlane;
+let c: Cluster;
 let work: string;
 let nginxImage: string;
 let toolsImage: string;
 
-const k = (args: string[], input?: string) =>
-  kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
-const jsonpath = async (args: string[], path: string) =>
-  (await k([...args, "-o", `jsonpath=${path}`])).stdout;
-const kubeloop = (args: string[]) => {
-  const result = spawnSync(process.execPath, [cli, ...args], {
-    cwd: root,
-    env: { ...process.env, KUBECONFIG: plane.kubeconfigPath },
-    encoding: "utf8",
-    timeout: 180_000,
-  });
-  expect(result.status, `kubeloop ${args.join(" ")}\n${result.stdout}\n${result.stderr}`).toBe(0);
-  return result.stdout;
-};
+const k = (args: string[], input?: string) => c.k(args, input);
+const jsonpath = (args: string[], path: string) => c.jsonpath(args, path);
+const kubeloop = (args: string[]) => c.run("kubeloop", args);
 const wait = (check: () => Promise<boolean>, timeoutMs: number, message: string) =>
-  pollUntil(check, { timeoutMs, intervalMs: 250, message });
-/** The pod holding the leader Lease (its identity is `<pod>_<uuid>`). */
-const leader = async () =>
-  (await jsonpath(["-n", NS, "get", "lease", "nginx-operator"], "{.spec.holderIdentity}")).split("_")[0] ??
-  "";
-const nginx = (name: string, replicas: number, image: string) =>
-  `apiVersion: proxy.example.com/v1
-kind: Nginx
-metadata: { name: ${name}, namespace: site }
-spec: { replicas: ${replicas}, image: ${image} }
-`;
+  c.wait(check, timeoutMs, message);
+const leader = () => c.leader();
 const readyReplicas = (name: string) =>
   jsonpath(["-n", "site", "get", "nginx", name], '{.status.conditions[?(@.type=="Ready")].status}');
 
@@ -56,16 +32,8 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "nginx-in-cluster-"));
   const tarball = join(work, "operator.tar");
   // Built while the plane starts: the two take about as long.
-  const [built] = await Promise.all([
-    run(process.execPath, [cli, "build", "--tarball", tarball, "--tag", IMAGE, "--platform", platform], {
-      cwd: root,
-      timeout: 240_000,
-    }),
-    new ControlPlane({ profile: "node", nodes: 1 }).start().then((started) => {
-      plane = started;
-    }),
-  ]);
-  expect(built.stderr).toContain(`wrote ${tarball}`);
+  plane = await startPlane(buildImage(root, tarball, IMAGE));
+  c = cluster(plane);
   expect(await plane.loadImage(tarball)).toContain(IMAGE);
   nginxImage = await plane.loadBaseImage("nginx");
   toolsImage = await plane.loadBaseImage("tools");
@@ -182,16 +150,7 @@ describe("the nginx operator deployed by kubeloop deploy, as pods", () => {
     expect(handedOver).toBeLessThan(12_000);
     const pods = await jsonpath(["-n", NS, "get", "pods"], "{.items[*].metadata.name}");
     expect(pods.split(" ")).toContain(second);
-    const scaled = await k([
-      "-n",
-      "site",
-      "patch",
-      "nginx",
-      "web",
-      "--type=merge",
-      "-p",
-      '{"spec":{"replicas":1}}',
-    ]);
+    const scaled = await c.scale("web", 1);
     expect(scaled.code, scaled.stderr).toBe(0);
     await wait(
       async () => (await jsonpath(["-n", "site", "get", "deployment", "web"], "{.spec.replicas}")) === "1",
