@@ -73,12 +73,29 @@ describe("the generated Helm chart", () => {
     const wrongType = helm("template", RELEASE, CHART, "--set", "manager.replicas=two");
     expect(wrongType.code).toBe(1);
     expect(wrongType.stderr).toContain("at '/manager/replicas': got string, want integer");
+    const badDigest = helm("template", RELEASE, CHART, "--set", "manager.image.digest=latest");
+    expect(badDigest.code).toBe(1);
+    expect(badDigest.stderr).toContain("/manager/image/digest");
     const typo = helm("template", RELEASE, CHART, "--set", "manager.replica=2");
     expect(typo.stderr).toContain("additional properties 'replica' not allowed");
     const secret = helm("template", RELEASE, CHART, "--set", "webhook.certificates.source=secret");
     expect(secret.stderr).toContain("at '/webhook/certificates/caBundle'");
     const source = helm("template", RELEASE, CHART, "--set", "webhook.certificates.source=vault");
     expect(source.stderr).toContain("at '/webhook/certificates/source'");
+  });
+
+  it("pins the manager's image by the digest kubeloop build prints, else by tag", () => {
+    const digest = `sha256:${"a".repeat(64)}`;
+    const images = (...set: string[]) =>
+      objectsOf(helm("template", RELEASE, CHART, ...set.flatMap((s) => ["--set", s])).stdout)
+        .filter((o) => o.kind === "Deployment")
+        .map(
+          (o) =>
+            (o as { spec: { template: { spec: { containers: { image: string }[] } } } }).spec.template.spec
+              .containers[0]?.image,
+        );
+    expect(images()).toEqual(["ghcr.io/example/nginx-operator:0.1.0"]);
+    expect(images(`manager.image.digest=${digest}`)).toEqual([`ghcr.io/example/nginx-operator@${digest}`]);
   });
 
   it("renders objects the API server accepts (helm template | kubectl apply --dry-run=server), without anchors", async () => {

@@ -129,7 +129,7 @@ function defaultValues(deployment: KubeObject, repository: string, webhooks: boo
   return {
     manager: {
       replicas: spec.replicas ?? 1,
-      image: { repository, tag: "", pullPolicy: "IfNotPresent" },
+      image: { repository, tag: "", digest: "", pullPolicy: "IfNotPresent" },
       imagePullSecrets: [],
       resources: container.resources ?? {},
       podSecurityContext: spec.template.spec.securityContext ?? {},
@@ -198,6 +198,12 @@ export function valuesSchema(webhooks: boolean): object {
             {
               repository: { type: "string", minLength: 1, description: "Registry and name." },
               tag: { type: "string", description: "Tag; empty means the chart's appVersion." },
+              digest: {
+                type: "string",
+                pattern: "^(sha256:[0-9a-f]{64})?$",
+                description:
+                  "Digest (sha256:…, as kubeloop build prints it); when set, the image is pinned by it and the tag is ignored.",
+              },
               pullPolicy: { enum: ["Always", "IfNotPresent", "Never"], description: "When to pull." },
             },
             ["repository"],
@@ -432,8 +438,9 @@ function templateDeployment(object: KubeObject, p: Placeholders, input: ChartInp
     env?: { name: string; value?: string }[];
     ports?: { name: string; containerPort: unknown }[];
   };
+  // Pinned by digest when one is given (what `kubeloop build` prints), else by tag.
   container.image = p.value(
-    'printf "%s:%s" .Values.manager.image.repository (.Values.manager.image.tag | default .Chart.AppVersion) | quote',
+    'ternary (printf "%s@%s" .Values.manager.image.repository .Values.manager.image.digest) (printf "%s:%s" .Values.manager.image.repository (.Values.manager.image.tag | default .Chart.AppVersion)) (ne (.Values.manager.image.digest | default "") "") | quote',
   );
   container.imagePullPolicy = p.value(".Values.manager.image.pullPolicy");
   container.resources = p.block("toYaml .Values.manager.resources");

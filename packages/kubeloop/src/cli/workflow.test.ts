@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   appendFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -16,6 +17,7 @@ import { until as pollFor } from "../../test/helpers.js";
 import { processesMentioning } from "../../test/processes.js";
 import { defaultAssetsRoot } from "../testing/index.js";
 import { kubectl } from "../testing/kubectl.js";
+import { readLayout } from "./image/index.js";
 
 // The developer workflow end to end, as a newcomer would go through it, in a folder outside the
 // repository with kubeloop installed from its own npm tarball (the other dependencies come from
@@ -273,4 +275,18 @@ describe("the developer workflow", () => {
     expect(check.code, check.output).toBe(0);
     expect(check.output).toContain("config is up to date");
   });
+
+  it("builds its image without Docker: npm run build:image writes image.tar named as package.json says", () => {
+    const build = sh("npm", ["run", "build:image"]);
+    expect(build.code, build.output).toBe(0);
+    const digest = /sha256:[0-9a-f]{64}/.exec(build.output)?.[0];
+    expect(digest, build.output).toBeDefined();
+    const { index } = readLayout(readFileSync(join(project, "image.tar")));
+    expect(index.manifests[0]?.digest).toBe(digest);
+    const { kubeloop: section } = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
+      kubeloop: { image: string };
+    };
+    expect(index.manifests[0]?.annotations?.["io.containerd.image.name"]).toBe(section.image);
+    expect(existsSync(join(project, "image.spdx.json"))).toBe(true);
+  }, 600_000);
 });

@@ -16,6 +16,7 @@ import {
   manifestBlob,
   type Platform,
 } from "./oci.js";
+import { pullBase } from "./pull.js";
 import { NODE_PATH, type NodeRuntime } from "./runtime.js";
 import { lockRootOf } from "./sbom.js";
 
@@ -39,6 +40,11 @@ export interface BuildImageOptions {
   cache?: string;
   /** Default gzip; zstd makes the image about a third smaller (see {@link Compression}). */
   compression?: Compression;
+  /**
+   * A base image in a registry (e.g. a distroless `cc` image: it must hold glibc and libstdc++ for
+   * node) instead of the base made from Debian's packages.
+   */
+  base?: string;
 }
 
 /** A built image: what {@link Image} holds, and what it is made of (for the SBOM and the output). */
@@ -86,13 +92,18 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
   const name = options.name ?? pkg.kubeloop?.image ?? `${pkg.name ?? "operator"}:${pkg.version ?? "latest"}`;
   const compression = options.compression ?? "gzip";
   const appLayer = layerOf(app.files, "app: the bundled operator", compression);
-  const labels = { ...labelsOf(pkg), ...options.labels };
+  const labels: Record<string, string> = { ...labelsOf(pkg), ...options.labels };
   const built: BuiltImage["platforms"] = [];
   const runtimes: NodeRuntime[] = [];
   const debian = new Map<string, DebianPackage>();
   for (const architecture of platforms) {
     const platform: Platform = { architecture, os: "linux" };
-    const shared = await sharedLayers(platform, nodeVersion, cache, compression);
+    const pulled = options.base ? await pullBase(options.base, platform) : undefined;
+    if (pulled) {
+      labels["org.opencontainers.image.base.name"] = options.base ?? "";
+      labels["org.opencontainers.image.base.digest"] = pulled.digest;
+    }
+    const shared = await sharedLayers(platform, nodeVersion, cache, compression, pulled?.layers);
     runtimes.push(shared.runtime);
     for (const deb of shared.debian) debian.set(deb.file, deb);
     const layers = [...shared.layers, appLayer];

@@ -29,6 +29,8 @@ const USAGE = `Usage:
   --node       the Node version (default: the "node" package the project pins, else this Node's)
   --entry      the module to run (default: package.json's "main", else src/main.ts)
   --label      KEY=VALUE, more image labels (repeatable)
+  --base       a base image in a registry (it must hold glibc and libstdc++, e.g. a distroless cc
+               image) instead of the base made from Debian's packages
   --sbom       where to write the SBOM (default: FILE.spdx.json beside --tarball)
   --bundle     the OLM bundle image instead (bundle/ as kubeloop generate wrote it, labelled with
                its annotations; default name: the image's repository with -bundle, at VERSION)`;
@@ -49,6 +51,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
       label: { type: "string", multiple: true },
       sbom: { type: "string" },
       bundle: { type: "boolean" },
+      base: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -68,6 +71,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
     ...(values.node ? { nodeVersion: values.node } : {}),
     ...(values.compression ? { compression: parseCompression(values.compression) } : {}),
     ...(values.entry ? { entry: values.entry } : {}),
+    ...(values.base ? { base: values.base } : {}),
     ...(values.label ? { labels: parseLabels(values.label) } : {}),
   });
   const sbom = `${JSON.stringify(spdxDocument(image), null, 2)}\n`;

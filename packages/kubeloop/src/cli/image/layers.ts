@@ -64,16 +64,28 @@ export interface SharedLayers {
   runtime: NodeRuntime;
 }
 
-/** The common base, the architecture's libraries and its Node runtime, in that order. */
+/**
+ * The common base, the architecture's libraries and its Node runtime, in that order; with
+ * `pulledBase` (a registry image's layers, `--base`), those layers instead of the Debian ones.
+ */
 export async function sharedLayers(
   platform: Platform,
   nodeVersion: string,
   cache: string,
   compression: Compression = "gzip",
+  pulledBase?: Layer[],
 ): Promise<SharedLayers> {
+  const runtime = await nodeRuntime(nodeVersion, platform.architecture, cache);
+  const node = await cachedLayer(
+    cache,
+    compression,
+    `runtime:${runtime.version}:${platform.architecture}:${runtime.integrity}`,
+    `runtime: node v${runtime.version} (${platform.architecture})`,
+    async () => runtimeEntries(runtime),
+  );
+  if (pulledBase) return { layers: [...pulledBase, node], debian: [], runtime };
   const common = await debianPackages(COMMON_PACKAGES, "all", cache);
   const libs = await debianPackages(ARCH_PACKAGES, platform.architecture, cache);
-  const runtime = await nodeRuntime(nodeVersion, platform.architecture, cache);
   const files = (debs: DebianPackage[]) => debs.map((deb) => deb.file.split("/").pop()).join(",");
   const base = await cachedLayer(
     cache,
@@ -91,13 +103,6 @@ export async function sharedLayers(
     `base-libs:${files(libs)}`,
     `base: glibc, libstdc++, libgcc (${platform.architecture})`,
     async () => kept((await Promise.all(libs.map(debEntries))).flat()),
-  );
-  const node = await cachedLayer(
-    cache,
-    compression,
-    `runtime:${runtime.version}:${platform.architecture}:${runtime.integrity}`,
-    `runtime: node v${runtime.version} (${platform.architecture})`,
-    async () => runtimeEntries(runtime),
   );
   return { layers: [base, libraries, node], debian: [...common, ...libs], runtime };
 }

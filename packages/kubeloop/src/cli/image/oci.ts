@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { constants, gzipSync, zstdCompressSync } from "node:zlib";
+import * as zlib from "node:zlib";
+import { CliError } from "../errors.js";
 import { type TarEntry, writeTar } from "./tar.js";
 
 /**
@@ -75,7 +76,7 @@ export function jsonBlob(mediaType: string, value: unknown): Blob {
  * same tar compresses to the same bytes on every platform Node runs on.
  */
 export function gzip(bytes: Uint8Array): Buffer {
-  const out = gzipSync(bytes, { level: 6 });
+  const out = zlib.gzipSync(bytes, { level: 6 });
   out.writeUInt32LE(0, 4);
   out[9] = 255;
   return out;
@@ -83,8 +84,12 @@ export function gzip(bytes: Uint8Array): Buffer {
 
 /** zstd at `level`: a zstd frame has no timestamp or name, so the same input gives the same bytes. */
 export function zstd(bytes: Uint8Array, level: number): Buffer {
-  return zstdCompressSync(bytes, {
-    params: { [constants.ZSTD_c_compressionLevel]: level, [constants.ZSTD_c_checksumFlag]: 1 },
+  // Looked up when used: Node has zstd from 22.15 and 23.8, and the rest of the CLI runs without it.
+  if (typeof zlib.zstdCompressSync !== "function") {
+    throw new CliError(`--compression zstd needs Node ≥ 22.15 (this is ${process.version}); use gzip`);
+  }
+  return zlib.zstdCompressSync(bytes, {
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
   });
 }
 

@@ -39,6 +39,8 @@ const NODE_VERSION = (
 const scratch = mkdtempSync(join(tmpdir(), "kubeloop-publish-"));
 const children: ChildProcess[] = [];
 let image: BuiltImage;
+/** The reference the push test pushed to, for the --base test. */
+let pushed: string | undefined;
 
 beforeAll(async () => {
   image = await buildImage({
@@ -93,6 +95,31 @@ describe.runIf(registryBin)("kubeloop build --push, to a distribution registry o
       });
       expect({ digest: blob.digest, status: head.status }).toEqual({ digest: blob.digest, status: 200 });
     }
+    pushed = reference;
+  });
+
+  it("builds on a base pulled from it (--base): the base's layers for the platform, then the runtime and the operator", async () => {
+    expect(pushed).toBeDefined();
+    const onBase = await buildImage({
+      dir: join(REPO, "examples/nginx"),
+      base: pushed ?? "",
+      platforms: ["arm64"],
+    });
+    const base = image.platforms.find((p) => p.platform.architecture === "arm64")?.layers ?? [];
+    const [built] = onBase.platforms;
+    const digests = (layers: readonly { blob: { digest: string } }[]) => layers.map((l) => l.blob.digest);
+    // The pushed image is all base here: its four layers, then node and the bundle again.
+    expect(digests(built?.layers ?? [])).toEqual([
+      ...digests(base),
+      base[2]?.blob.digest,
+      base[3]?.blob.digest,
+    ]);
+    const config = JSON.parse(built?.config.bytes.toString() ?? "{}") as {
+      config: { Labels: Record<string, string> };
+    };
+    expect(config.config.Labels["org.opencontainers.image.base.name"]).toBe(pushed);
+    expect(config.config.Labels["org.opencontainers.image.base.digest"]).toBe(image.digest);
+    expect(onBase.debian).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { CliError } from "../errors.js";
 import type { Image } from "./layout.js";
-import type { Blob } from "./oci.js";
+import { type Blob, sha256 } from "./oci.js";
 
 /**
  * Pushes an image over the registry HTTP API (the OCI distribution spec): each blob unless the
@@ -59,7 +59,8 @@ export async function pushImage(image: Image, reference: string): Promise<string
   return `${ref.registry}/${ref.repository}@${image.index.digest}`;
 }
 
-class RegistrySession {
+/** One repository on one registry, with the authorization it asked for once. */
+export class RegistrySession {
   private readonly base: string;
   private authorization: string | undefined;
 
@@ -78,18 +79,50 @@ class RegistrySession {
     await expectStatus(put, 201, `uploading ${blob.digest} (${blob.size} bytes)`);
   }
 
+  /** A manifest (by tag or digest, as any of `accept`'s media types) or a blob, checked against its digest when addressed by one. */
+  async get(
+    kind: "manifests" | "blobs",
+    reference: string,
+    accept: readonly string[] = [],
+  ): Promise<{ bytes: Buffer; mediaType: string }> {
+    const response = await this.request(
+      "GET",
+      `${this.base}/${kind}/${reference}`,
+      undefined,
+      undefined,
+      accept,
+    );
+    await expectStatus(
+      response,
+      200,
+      `getting ${this.ref.registry}/${this.ref.repository} ${kind} ${reference}`,
+    );
+    const bytes = Buffer.from(await response.arrayBuffer());
+    if (reference.startsWith("sha256:") && sha256(bytes) !== reference) {
+      throw new CliError(`${this.ref.registry} sent ${kind} ${reference} with the digest ${sha256(bytes)}`);
+    }
+    return { bytes, mediaType: response.headers.get("content-type")?.split(";")[0] ?? "" };
+  }
+
   async putManifest(blob: Blob, reference: string): Promise<void> {
     const put = await this.request("PUT", `${this.base}/manifests/${reference}`, blob.bytes, blob.mediaType);
     await expectStatus(put, 201, `putting the manifest ${reference}`);
   }
 
-  private async request(method: string, url: string, body?: Buffer, contentType?: string): Promise<Response> {
+  private async request(
+    method: string,
+    url: string,
+    body?: Buffer,
+    contentType?: string,
+    accept: readonly string[] = [],
+  ): Promise<Response> {
     const send = () =>
       fetch(url, {
         method,
         headers: {
           ...(this.authorization ? { authorization: this.authorization } : {}),
           ...(contentType ? { "content-type": contentType } : {}),
+          ...(accept.length > 0 ? { accept: accept.join(", ") } : {}),
         },
         ...(body ? { body: new Uint8Array(body) } : {}),
       }).catch((error: Error) => {
