@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import {
   ControlPlane,
@@ -249,15 +250,22 @@ describe("nginx operator's generated config", () => {
   it("passes the API server's validation (kubectl apply/replace --dry-run=server)", async () => {
     // Namespaced objects can be checked only in a namespace that exists.
     expect((await k(["create", "namespace", "nginx-operator-system"])).code).toBe(0);
-    const dirs = ["config/rbac", "config/webhook", "config/manager"].flatMap((dir) => [
-      "-f",
-      join(root, dir),
-    ]);
+    // Each folder's objects; its kustomization.yaml is kustomize's, not the API server's.
+    const dirs = ["config/rbac", "config/webhook", "config/manager"].flatMap((dir) =>
+      readdirSync(join(root, dir))
+        .filter((file) => file !== "kustomization.yaml")
+        .flatMap((file) => ["-f", join(root, dir, file)]),
+    );
     const dry = await k(["apply", "--dry-run=server", ...dirs]);
     expect(dry.code, dry.stderr).toBe(0);
     // The CRD is installed already, pointed at the local webhook server: an apply would merge the
     // two client configs, so replace it whole, as a fresh install would write it.
-    const crd = await k(["replace", "--dry-run=server", "-f", join(root, "config/crd")]);
+    const crd = await k([
+      "replace",
+      "--dry-run=server",
+      "-f",
+      join(root, "config/crd/nginxes.proxy.example.com.yaml"),
+    ]);
     expect(crd.code, crd.stderr).toBe(0);
     expect(crd.stdout).toContain("customresourcedefinition.apiextensions.k8s.io/nginxes.proxy.example.com");
     for (const object of [

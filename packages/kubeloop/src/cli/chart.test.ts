@@ -107,6 +107,10 @@ describe("the generated Helm chart", () => {
       NAMESPACE,
       "--set",
       "networkPolicy.enabled=true",
+      "--set",
+      "manager.env[0].name=ALLOWED_REGISTRIES",
+      "--set",
+      "manager.env[0].value=kubeloop.local",
     );
     expect(rendered.code, rendered.stderr).toBe(0);
     expect(anchorsIn(rendered.stdout)).toEqual([]);
@@ -126,6 +130,14 @@ describe("the generated Helm chart", () => {
     });
     expect(dryRun.code, dryRun.stderr).toBe(0);
     expect(dryRun.stdout).toContain("deployment.apps/nginx-operator created (server dry run)");
+    // manager.env comes after the generated variables.
+    const deployment = objects.find((o) => o.kind === "Deployment") as KubeObject & {
+      spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]?.env.at(-1)).toEqual({
+      name: "ALLOWED_REGISTRIES",
+      value: "kubeloop.local",
+    });
     // Every webhook trusts the CA of the serving certificate made in the same render.
     const secret = objects.find((o) => o.kind === "Secret") as KubeObject & { data: Record<string, string> };
     const bundles = objects.flatMap((o) =>

@@ -138,6 +138,7 @@ function defaultValues(deployment: KubeObject, repository: string, webhooks: boo
       tolerations: [],
       affinity: {},
       podAnnotations: {},
+      env: [],
     },
     leaderElection: { enabled: env("LEADER_ELECT") !== "false" },
     metrics: { enabled: true, port: Number(env("METRICS_PORT") ?? 8443) },
@@ -229,6 +230,19 @@ export function valuesSchema(webhooks: boolean): object {
             type: "object",
             additionalProperties: { type: "string" },
             description: "Annotations on the manager's pods.",
+          },
+          env: {
+            type: "array",
+            description: "More environment variables of the manager container (the operator's own settings).",
+            items: object(
+              "An EnvVar: value or valueFrom.",
+              {
+                name: { type: "string", minLength: 1 },
+                value: { type: "string" },
+                valueFrom: { type: "object" },
+              },
+              ["name"],
+            ),
           },
         }),
         leaderElection: flag("One active manager at a time (needed with more than one replica)."),
@@ -332,6 +346,7 @@ function wrap(condition: string | undefined, documents: string[]): string {
 class Placeholders {
   private readonly inline: string[] = [];
   private readonly blocks: string[] = [];
+  private readonly lists: string[] = [];
 
   value(expression: string): string {
     this.inline.push(expression);
@@ -343,12 +358,23 @@ class Placeholders {
     return `KLTPLB${this.blocks.length - 1}X`;
   }
 
+  /** A list's last item: the items of `expression` (a list from values.yaml), if any. */
+  items(expression: string): string {
+    this.lists.push(expression);
+    return `KLTPLL${this.lists.length - 1}X`;
+  }
+
   fill(text: string): string {
     return text
       .replace(/^(\s*)(- )?([^\s:]+): KLTPLB(\d+)X$/gm, (_all, indent: string, dash = "", key: string, i) => {
         const depth = indent.length + (dash as string).length + 2;
         return `${indent}${dash}${key}: {{- ${this.blocks[Number(i)]} | nindent ${depth} }}`;
       })
+      .replace(
+        /^(\s*)- KLTPLL(\d+)X$/gm,
+        (_all, indent: string, i) =>
+          `${indent}{{- with ${this.lists[Number(i)]} }}\n{{ toYaml . | indent ${indent.length} }}\n${indent}{{- end }}`,
+      )
       .replace(/KLTPLI(\d+)X/g, (_all, i) => `{{ ${this.inline[Number(i)]} }}`);
   }
 }
@@ -428,6 +454,8 @@ function templateDeployment(object: KubeObject, p: Placeholders, input: ChartInp
     const expression = envValues[env.name];
     if (expression) env.value = p.value(expression);
   }
+  // The operator's own settings (ALLOWED_REGISTRIES for the nginx example), after the generated ones.
+  (container.env as unknown[]) = [...(container.env ?? []), p.items(".Values.manager.env")];
   const portValues: Record<string, string> = {
     metrics: ".Values.metrics.port",
     webhooks: ".Values.webhook.port",

@@ -12,7 +12,7 @@ describe("generated deploy manifests", () => {
     const pod = one("deployment.yaml").spec.template.spec;
     expect(pod.automountServiceAccountToken).toBe(true);
     expect(pod.volumes).toEqual([
-      { name: "webhook-certs", secret: { secretName: "op-webhook-server-cert", defaultMode: 0o400 } },
+      { name: "webhook-certs", secret: { secretName: "op-webhook-server-cert", defaultMode: 0o444 } },
     ]);
     expect(pod.containers[0].volumeMounts).toEqual([
       { name: "webhook-certs", mountPath: "/tmp/k8s-webhook-server/serving-certs", readOnly: true },

@@ -273,8 +273,10 @@ export function deployManifests({
                       volumes: [
                         {
                           name: "webhook-certs",
-                          // Owner-read only (0400): the key is for the manager's eyes.
-                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o400 },
+                          // Readable by all (0444): the kubelet writes the files as root, the manager
+                          // runs as the image's non-root user, and an fsGroup to share them would be
+                          // refused by OpenShift's restricted SCC. Only the manager runs in the pod.
+                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o444 },
                         },
                       ],
                     }

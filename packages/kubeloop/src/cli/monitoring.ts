@@ -1,6 +1,6 @@
 /**
  * What `kubeloop generate --image` writes for monitoring, opt-in (`kubeloop deploy` does not apply
- * it; `kubectl apply -f config/prometheus` where the Prometheus Operator runs):
+ * it; `kubectl apply -k config/prometheus` where the Prometheus Operator runs):
  * - config/prometheus/monitor.yaml: a ServiceMonitor scraping the manager's HTTPS /metrics with the
  *   Prometheus service account's bearer token (it needs the `<name>-metrics-reader` ClusterRole);
  * - config/prometheus/alerts.yaml: a PrometheusRule with the alerts every kubeloop operator needs,

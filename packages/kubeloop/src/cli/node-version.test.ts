@@ -24,4 +24,19 @@ describe("the Node version check", () => {
     expect(old.stderr).toContain(`kubeloop needs Node ${MINIMUM_NODE} or newer, and this is Node ${version}`);
     expect(old.stderr).not.toContain("TypeError");
   });
+
+  it("is what importing the library says there too, for each entry point that loads the HTTP client", () => {
+    const version = spawnSync("/usr/bin/node", ["--version"], { encoding: "utf8" }).stdout.trim().slice(1);
+    if (unsupportedNode(version) === undefined) return;
+    for (const entry of ["kubeloop", "kubeloop/manager", "kubeloop/testing"]) {
+      const imported = spawnSync(
+        "/usr/bin/node",
+        ["--input-type=module", "-e", `await import(${JSON.stringify(entry)})`],
+        { cwd: import.meta.dirname, encoding: "utf8" },
+      );
+      expect(imported.status, entry).toBe(1);
+      expect(imported.stderr, entry).toContain(`Error: kubeloop needs Node ${MINIMUM_NODE} or newer`);
+      expect(imported.stderr, entry).not.toContain("undici");
+    }
+  });
 });

@@ -20,6 +20,7 @@ Usage:
   kubeloop create api --group G --version V --kind K [--namespaced=false] [--webhook default,validate,convert]
   kubeloop run                 run the project's manager on the current cluster (or a local one), restart on change
   kubeloop install|uninstall   the project's CRDs on the current cluster
+  kubeloop build [DIR] --tarball FILE | --push REF   the operator's image, without Docker (amd64 + arm64)
   kubeloop deploy [--image I]  the whole operator on the current cluster; undeploy removes it
   kubeloop cluster start [--profile apiserver|cluster|node] [--nodes N] [--dir DIR]
   kubeloop cluster status|stop [--dir DIR]
@@ -53,6 +54,8 @@ async function main(argv: string[]): Promise<number> {
       return installCommand(rest);
     case "uninstall":
       return uninstallCommand(rest);
+    case "build":
+      return buildCommand(rest);
     case "deploy":
       return deployCommand(rest);
     case "undeploy":

@@ -137,6 +137,7 @@ describe("the developer workflow", () => {
     expect(dock.code, dock.output).toBe(0);
     expect(readdirSync(join(project, "config/crd")).sort()).toEqual([
       "docks.ship.example.com.yaml",
+      "kustomization.yaml",
       "widgets.ship.example.com.yaml",
     ]);
     expect(readdirSync(join(project, "config/webhook"))).not.toEqual([]);

@@ -1,3 +1,4 @@
+import "./node-check.js";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import { buildConnector, Client } from "undici";

@@ -1,3 +1,4 @@
+import "./node-check.js";
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { Pool } from "undici";
 import { sleep, TokenBucket } from "../util/index.js";

@@ -28,7 +28,11 @@ const MANIFEST_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 /** envtest waits 10 s; CRDs with large schemas on a busy 2-core machine deserve more. */
 export const CRD_READY_TIMEOUT_MS = 30_000;
 
-/** Reads every object in the given YAML/JSON files and folders (folders recursively, sorted). */
+/**
+ * Reads every object in the given YAML/JSON files and folders (folders recursively, sorted). A
+ * kustomize `Kustomization` (a kustomization.yaml in a kubebuilder-style config/) is not an object
+ * of the API and is left out.
+ */
 export function readManifests(paths: string[]): Record<string, unknown>[] {
   const objects: Record<string, unknown>[] = [];
   for (const path of paths) {
@@ -38,7 +42,7 @@ export function readManifests(paths: string[]): Record<string, unknown>[] {
           throw new ControlPlaneError(`${file} is not valid YAML: ${doc.errors[0]?.message}`);
         }
         const object = doc.toJS() as Record<string, unknown> | null;
-        if (object) objects.push(object);
+        if (object && !isKustomization(object)) objects.push(object);
       }
     }
   }
@@ -124,4 +128,8 @@ async function isServed(http: AdminHttp, crd: CrdObject): Promise<boolean> {
     if (!discovery.body.resources?.some((resource) => resource.name === crd.spec.names.plural)) return false;
   }
   return true;
+}
+
+function isKustomization(object: Record<string, unknown>): boolean {
+  return object.kind === "Kustomization" && String(object.apiVersion).startsWith("kustomize.config.k8s.io/");
 }
