@@ -29,7 +29,6 @@ Usage:
   kubeloop generate [--check]  write config/ (CRDs, RBAC, manifests), the Helm chart and the OLM bundle
   kubeloop generate types <crd.yaml|URL|name> [--out F]  TypeScript types and a resourceType per served version
   kubeloop check [--live]      scorecard-like checks: CRD schemas, RBAC; with --live owner references and cleanup
-  kubeloop build [DIR] --tarball FILE | --push REF   the operator's image, without Docker (amd64 + arm64)
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
 
@@ -54,8 +53,6 @@ async function main(argv: string[]): Promise<number> {
       return installCommand(rest);
     case "uninstall":
       return uninstallCommand(rest);
-    case "build":
-      return buildCommand(rest);
     case "deploy":
       return deployCommand(rest);
     case "undeploy":
