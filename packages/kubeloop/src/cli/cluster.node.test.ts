@@ -38,6 +38,24 @@ describe("kubeloop cluster --profile node", () => {
     expect(logs.code, logs.stderr).toBe(0);
   });
 
+  it("builds an operator's image straight into the nodes (kubeloop build --load)", () => {
+    const nginx = join(import.meta.dirname, "../../../../examples/nginx");
+    const built = kubeloop(
+      "build",
+      nginx,
+      "--load",
+      "--cluster-dir",
+      dir,
+      "--platform",
+      "linux/amd64",
+      "--tag",
+      "kubeloop.local/nginx-operator:loaded",
+    );
+    expect(built.code, built.stderr).toBe(0);
+    expect(built.stderr).toContain("loaded kubeloop.local/nginx-operator:loaded into 1 node(s)");
+    expect(built.stdout).toMatch(/^sha256:[0-9a-f]{64}$/m);
+  });
+
   it("refuses to load into a folder with no running cluster, or a profile without runtimes", () => {
     const nothing = kubeloop("cluster", "load", "--base", "tools", "--dir", join(dir, "none"));
     expect(nothing.code).toBe(1);

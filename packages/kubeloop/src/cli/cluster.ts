@@ -320,16 +320,6 @@ async function run(flags: ClusterFlags): Promise<number> {
 
 /** `cluster load`: each archive (or a base image made here) into every node of a running node-profile cluster. */
 async function load(flags: ClusterFlags, archives: string[], base: string | undefined): Promise<number> {
-  const state = liveState(flags.dir);
-  if (state?.phase !== "ready")
-    throw new CliError(
-      `no cluster is running in ${flags.dir}: start one with \`kubeloop cluster start --profile node\``,
-    );
-  if (!state.runtimes?.length)
-    throw new CliError(
-      `the cluster in ${flags.dir} has no container runtime to load into (profile ${state.profile}): ` +
-        "images load into the node profile's real nodes (`--profile node`)",
-    );
   const paths = [...archives.map((archive) => resolve(archive))];
   if (base !== undefined) {
     if (base !== "tools" && base !== "nginx")
@@ -337,16 +327,37 @@ async function load(flags: ClusterFlags, archives: string[], base: string | unde
     paths.push(baseImage(base, defaultAssetsRoot()).path);
   }
   if (paths.length === 0) throw new CliError("cluster load needs an image archive (or --base tools|nginx)");
+  for (const line of await loadIntoCluster(flags.dir, paths)) console.log(line);
+  return 0;
+}
+
+/**
+ * Imports image archives into every node of the node-profile cluster running from `dir` (what
+ * `kubeloop cluster load` and `kubeloop build --load` do); returns a line per archive.
+ */
+export async function loadIntoCluster(dir: string, archives: string[]): Promise<string[]> {
+  const state = liveState(dir);
+  if (state?.phase !== "ready")
+    throw new CliError(
+      `no cluster is running in ${dir}: start one with \`kubeloop cluster start --profile node\``,
+    );
+  const runtimes = state.runtimes ?? [];
+  if (runtimes.length === 0)
+    throw new CliError(
+      `the cluster in ${dir} has no container runtime to load into (profile ${state.profile}): ` +
+        "images load into the node profile's real nodes (`--profile node`)",
+    );
   const { binaries } = await ensureAssets(["ctr"]);
-  for (const archive of paths) {
+  const lines: string[] = [];
+  for (const archive of archives) {
     if (!existsSync(archive)) throw new CliError(`${archive} does not exist`);
     const names = new Set<string>();
-    for (const socket of state.runtimes) {
+    for (const socket of runtimes) {
       for (const name of importImage(binaries.ctr as string, socket, archive)) names.add(name);
     }
-    console.log(`loaded ${[...names].join(", ") || archive} into ${state.runtimes.length} node(s)`);
+    lines.push(`loaded ${[...names].join(", ") || archive} into ${runtimes.length} node(s)`);
   }
-  return 0;
+  return lines;
 }
 
 function binariesFor(profile: Profile): BinaryName[] {

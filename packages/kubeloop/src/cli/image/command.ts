@@ -1,6 +1,8 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { DEFAULT_CLUSTER_DIR, loadIntoCluster } from "../cluster.js";
 import { CliError } from "../errors.js";
 import { buildImage } from "./build.js";
 import { buildBundleImage } from "./bundle-image.js";
@@ -10,7 +12,7 @@ import { pushImage } from "./push.js";
 import { spdxDocument } from "./sbom.js";
 
 const USAGE = `Usage:
-  kubeloop build [DIR] --tarball FILE | --push REF [options]
+  kubeloop build [DIR] --tarball FILE | --push REF | --load [options]
 
   The project's operator image, without Docker: the operator bundled by esbuild, the pinned Node
   runtime, a base made from Debian's packages, non-root, no shell; an index for linux/amd64 and
@@ -21,6 +23,9 @@ const USAGE = `Usage:
   --tarball    write an OCI image layout in a tar (ctr -n k8s.io images import FILE)
   --push       push to a registry: host[:port]/repository[:tag] (docker config credentials;
                plain http for 127.0.0.1, localhost and ::1)
+  --load       import it into every node of the local cluster (kubeloop cluster start --profile
+               node), as kind load does; --cluster-dir DIR names its folder (default
+               .kubeloop/cluster)
   --tag        the name the tarball gives the image (default: --push's REF, else "image" in
                package.json's "kubeloop" section, else NAME:VERSION)
   --compression gzip (default: read everywhere) or zstd (a third smaller; containerd >= 1.5,
@@ -52,6 +57,8 @@ export async function buildCommand(argv: string[]): Promise<number> {
       sbom: { type: "string" },
       bundle: { type: "boolean" },
       base: { type: "string" },
+      load: { type: "boolean" },
+      "cluster-dir": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -59,8 +66,8 @@ export async function buildCommand(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  if (!values.tarball && !values.push)
-    throw new CliError(`say where the image goes: --tarball FILE or --push REF\n\n${USAGE}`);
+  if (!values.tarball && !values.push && !values.load)
+    throw new CliError(`say where the image goes: --tarball FILE, --push REF or --load\n\n${USAGE}`);
   if (positionals.length > 1) throw new CliError(`one project folder at most (got ${positionals.join(" ")})`);
   if (values.bundle) return bundleCommand(positionals[0] ?? ".", values);
   const started = Date.now();
@@ -88,6 +95,18 @@ export async function buildCommand(argv: string[]): Promise<number> {
     console.error(`wrote the SBOM to ${resolve(sbomFile)}`);
   }
   if (values.push) console.error(`pushed ${await pushImage(image, values.push)}`);
+  if (values.load) {
+    const dir = resolve(values["cluster-dir"] ?? DEFAULT_CLUSTER_DIR);
+    const file = values.tarball
+      ? resolve(values.tarball)
+      : join(tmpdir(), `kubeloop-load-${process.pid}.tar`);
+    if (!values.tarball) writeFileSync(file, layoutTar(image));
+    try {
+      for (const line of await loadIntoCluster(dir, [file])) console.error(line);
+    } finally {
+      if (!values.tarball) rmSync(file, { force: true });
+    }
+  }
   const sizes = image.platforms.map(
     (p) => `${p.platform.architecture} ${mb(p.layers.reduce((sum, l) => sum + l.blob.size, 0))} compressed`,
   );

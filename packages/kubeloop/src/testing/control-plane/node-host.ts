@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { BinaryName } from "../assets/index.js";
 import { ControlPlaneError } from "../errors.js";
@@ -76,11 +76,30 @@ export function checkRealNodeHost(dir: string | undefined): void {
         `apt-get install ${packages.join(" ")}. ${alternative}`,
     );
   }
+  raiseInotifyInstances();
   if (dir && resolve(dir).startsWith("/tmp/"))
     throw new ControlPlaneError(
       `A "node" profile plane cannot live under /tmp (${dir}): its nodes see the plane's own tmp/ as /tmp. ` +
         "Give a folder elsewhere, e.g. under /var/tmp, or none (the default is a fresh folder under /var/tmp).",
     );
+}
+
+/**
+ * Each kubelet, controller manager and container runtime holds inotify instances, and the
+ * machine's default limit (128 per user) runs out with a few planes side by side: the kubelet then
+ * dies with "inotify_init: too many open files". Raised as kind's known-issues page advises; a
+ * limit already higher is left alone.
+ */
+const INOTIFY_INSTANCES = 1024;
+const INOTIFY_LIMIT = "/proc/sys/fs/inotify/max_user_instances";
+
+function raiseInotifyInstances(): void {
+  try {
+    if (Number(readFileSync(INOTIFY_LIMIT, "utf8")) < INOTIFY_INSTANCES)
+      writeFileSync(INOTIFY_LIMIT, String(INOTIFY_INSTANCES));
+  } catch {
+    // Not writable here (a container, say): the kubelet's own error says what ran out.
+  }
 }
 
 /** The default StorageClass: volumes from the controller manager's host-path provisioner. */
