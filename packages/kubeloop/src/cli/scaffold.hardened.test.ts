@@ -94,7 +94,8 @@ describe("a scaffolded project on a hardened API server", () => {
   it("runs its controller as its ServiceAccount under the generated RBAC, children owned with blockOwnerDeletion", async () => {
     const dirs = ["config/crd", "config/manager/namespace.yaml", "config/manager/service-account.yaml"];
     for (const file of [...dirs, "config/rbac", "config/manager/role-bindings.yaml"]) {
-      const applied = await k(["apply", "-f", join(project, file)]);
+      // A folder is a kustomization (kubeloop generate writes one in each): apply it as one.
+      const applied = await k(["apply", file.endsWith(".yaml") ? "-f" : "-k", join(project, file)]);
       expect(applied.code, applied.stderr).toBe(0);
     }
     const kubeconfig = (await plane.serviceAccountUser(NAMESPACE, "harbor")).kubeconfigPath;
