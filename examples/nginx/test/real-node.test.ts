@@ -7,6 +7,7 @@ import {
   localWebhookServing,
   readCrds,
   readManifests,
+  runPod,
 } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Operator, root, startOperator, until } from "./operator.ts";
@@ -95,24 +96,19 @@ spec: { replicas: 2, image: ${nginxImage} }
     expect(lines).toHaveLength(2);
     for (const line of lines) expect(line).toMatch(/^node-[01] true 10\.\d+\.\d+\.\d+$/);
     // Another pod reaches them through the operator's Service, by its DNS name.
-    const page = await k([
-      "-n",
-      "site",
-      "run",
-      "client",
-      `--image=${toolsImage}`,
-      "--restart=Never",
-      "--rm",
-      "-i",
-      "--quiet",
-      "--",
-      "curl",
-      "-sS",
-      "-m",
-      "10",
-      "http://web.site.svc.cluster.local/",
-    ]);
-    expect(page.stdout, page.stderr).toContain("Welcome to nginx!");
+    const page = await runPod({
+      kubeconfig: plane.kubeconfigPath,
+      namespace: "site",
+      name: "client",
+      image: toolsImage,
+      // kube-proxy programs a new Service within a second or so: retry, as a real client would.
+      command: [
+        "sh",
+        "-c",
+        "for i in $(seq 20); do curl -sS -m 5 http://web.site.svc.cluster.local/ && break; sleep 0.5; done",
+      ],
+    });
+    expect(page.logs).toContain("Welcome to nginx!");
     expect(
       (await k(["-n", "site", "get", "service", "web", "-o", "jsonpath={.metadata.ownerReferences[0].kind}"]))
         .stdout,

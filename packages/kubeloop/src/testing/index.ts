@@ -53,7 +53,14 @@ export {
   startFaultProxy,
 } from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
-export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
+export {
+  type KubectlOptions,
+  type KubectlResult,
+  kubectl,
+  type PodRun,
+  type RunPodOptions,
+  runPod,
+} from "./kubectl.js";
 export {
   composeKwokStages,
   type KwokStage,

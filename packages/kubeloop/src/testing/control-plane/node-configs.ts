@@ -55,7 +55,6 @@ state = '/run/containerd'
       config_path = ${toml(paths.registryHostsDir)}
 
   [plugins.'io.containerd.cri.v1.runtime']
-    enable_cdi = false
     # Lowering a process's OOM score needs CAP_SYS_RESOURCE, which sandboxed machines (this one
     # among them) do not grant even to root: keep containers' scores at or above containerd's own.
     restrict_oom_score_adj = true

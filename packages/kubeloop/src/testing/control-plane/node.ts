@@ -82,6 +82,7 @@ export class RealNode {
       HOLDER_SCRIPT,
       "kubeloop-node",
       join(this.config.planeDir, "tmp"),
+      join(this.paths.dir, "resolv.conf"),
     ]);
   }
 
@@ -139,6 +140,10 @@ export class RealNode {
     ])
       mkdirSync(sub, { recursive: true });
     mkdirSync(join(this.config.planeDir, "tmp"), { recursive: true });
+    // The node's own programs (containerd resolving an image's registry) ask a resolver on the node's
+    // loopback, where none listens: names outside the cluster fail at once instead of timing out
+    // against the machine's resolver, which the node cannot reach.
+    writeFileSync(join(paths.dir, "resolv.conf"), "nameserver 127.0.0.1\n");
     const cniBinDir = dirname(this.binary("ptp"));
     writeFileSync(
       join(paths.dir, "containerd.toml"),
@@ -205,13 +210,15 @@ export class RealNode {
 
 /**
  * The holder: makes the node's mount namespace (tmpfs /run and /var/lib, the plane's tmp/ as /tmp,
- * everything rshared as kubelets need for mount propagation), leaves a mark, and sleeps.
+ * a resolv.conf of its own, everything rshared as kubelets need for mount propagation), leaves a
+ * mark, and sleeps.
  */
 const HOLDER_SCRIPT = `set -e
 tmp="$1"
 mount -t tmpfs -o mode=0755 kubeloop-run /run
 mount -t tmpfs -o mode=0755 kubeloop-lib /var/lib
 mount --bind "$tmp" /tmp
+mount --bind "$2" /etc/resolv.conf
 mount --make-rshared /
 touch "/tmp/.node-$$"
 exec sleep infinity`;
