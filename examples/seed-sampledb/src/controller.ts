@@ -1,0 +1,140 @@
+import { after, controller, done, NotFound, type ReconcileContext } from "kubeloop";
+import { type batch, ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
+import { generatePassword, registerSecret, secretValues } from "kubeloop/resources";
+import {
+  connectionConfigMap,
+  credentialsSecret,
+  headlessService,
+  INSTANCE,
+  initJob,
+  names,
+  OPERATOR_NAME,
+  podLabels,
+  ROLE,
+  roleService,
+  type SampleDBObject,
+  statefulSet,
+} from "./objects.ts";
+import { SampleDB } from "./resources.ts";
+
+type Ctx = ReconcileContext<SampleDBObject>;
+
+/**
+ * The credentials, made once: read from the cache, or the API server when the cache has not seen
+ * them yet (a second password would lock out the database initdb made with the first).
+ */
+async function passwords(db: SampleDBObject, ctx: Ctx): Promise<{ app: string; superuser: string }> {
+  const { secret, namespace } = names(db);
+  let existing = ctx.cache.get(Secret, secret, namespace);
+  if (!existing) {
+    try {
+      existing = await ctx.client.get(Secret, secret, { namespace, signal: ctx.signal });
+    } catch (error) {
+      if (!(error instanceof NotFound)) throw error;
+    }
+  }
+  const values = existing ? secretValues(existing) : {};
+  return {
+    app: registerSecret(values.password ?? generatePassword()),
+    superuser: registerSecret(values["superuser-password"] ?? generatePassword()),
+  };
+}
+
+const isReady = (pod: core.Pod) =>
+  !pod.metadata?.deletionTimestamp &&
+  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+
+/** Labels each pod primary or replica, which the Services select by. */
+async function labelRoles(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], primary: string): Promise<void> {
+  for (const pod of pods) {
+    const role = pod.metadata?.name === primary ? "primary" : "replica";
+    if (pod.metadata?.labels?.[ROLE] === role) continue;
+    await ctx.apply(
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: pod.metadata?.name ?? "",
+          namespace: names(db).namespace,
+          labels: { [ROLE]: role },
+        },
+      },
+      { owned: false },
+    );
+  }
+}
+
+function jobState(job: batch.Job | undefined): "Absent" | "Running" | "Complete" | "Failed" {
+  if (!job) return "Absent";
+  const has = (type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === "True");
+  return has("Complete") ? "Complete" : has("Failed") ? "Failed" : "Running";
+}
+
+/**
+ * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
+ * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
+ */
+export const sampleDBController = controller(SampleDB)
+  .named(OPERATOR_NAME)
+  .owns(StatefulSet)
+  .owns(Service)
+  .owns(Secret)
+  .owns(ConfigMap)
+  .owns(Job)
+  .watches(
+    Pod,
+    (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
+    { labelSelector: `app.kubernetes.io/managed-by=${OPERATOR_NAME}` },
+  )
+  .reconcile(async (db, ctx) => {
+    if (ctx.deleted) return done(); // owned objects go with it (garbage collection)
+    const { name, namespace } = names(db);
+    const primary = db.status?.primary ?? `${name}-0`;
+    await ctx.apply(credentialsSecret(db, await passwords(db, ctx)));
+    await ctx.apply(connectionConfigMap(db));
+    await ctx.apply(headlessService(db));
+    await ctx.apply(roleService(db, "primary"));
+    if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
+    await ctx.apply(statefulSet(db, primary));
+
+    const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
+    await labelRoles(db, ctx, pods, primary);
+    const readyInstances = pods.filter(isReady).length;
+    const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
+
+    let initialized = db.status?.initialized === true;
+    if (!initialized && primaryReady) {
+      await ctx.apply(initJob(db));
+      const state = jobState(ctx.cache.get(Job, names(db).init, namespace));
+      if (state === "Failed") ctx.event("Warning", "InitFailed", "the initialisation Job failed");
+      if (state === "Complete") {
+        initialized = true;
+        ctx.event("Normal", "Initialized", `role and database ${db.spec.database} created`);
+      }
+    }
+    const ready = initialized && readyInstances === db.spec.instances;
+    const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
+    if (phase !== db.status?.phase)
+      ctx.event("Normal", phase, `${readyInstances}/${db.spec.instances} ready`);
+    await ctx.status(
+      {
+        phase,
+        primary,
+        readyInstances,
+        ready: `${readyInstances}/${db.spec.instances}`,
+        version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
+        initialized,
+      },
+      {
+        ready: ready
+          ? true
+          : {
+              status: false,
+              reason: phase,
+              message: `${readyInstances} of ${db.spec.instances} instances ready`,
+            },
+      },
+    );
+    // Pods, the StatefulSet and the Job wake us; this is a safety net.
+    return ready ? done() : after("15s");
+  });

@@ -1,0 +1,259 @@
+import type { ObjectOf } from "kubeloop";
+import type { apps, batch, core } from "kubeloop/k8s";
+import type { SampleDB } from "./resources.ts";
+
+// The objects a SampleDB is made of, as pure functions of it: the controller applies them.
+
+export type SampleDBObject = ObjectOf<typeof SampleDB>;
+
+export const OPERATOR_NAME = "seed-sampledb-operator";
+export const INSTANCE = "app.kubernetes.io/instance";
+/** Set on each pod by the operator (not the StatefulSet): the Services select by it. */
+export const ROLE = "seed.example.com/role";
+const PORT = 5432;
+/** Where the data volume is mounted; PGDATA is a folder in it (initdb wants an empty one it owns). */
+const DATA = "/var/lib/postgresql/data";
+const PGDATA = `${DATA}/pgdata`;
+/** The image's non-root user (see node-images.ts). */
+const UID = 65532;
+
+export const names = (db: SampleDBObject) => {
+  const name = db.metadata?.name ?? "";
+  return {
+    name,
+    namespace: db.metadata?.namespace ?? "",
+    secret: `${name}-credentials`,
+    config: `${name}-connection`,
+    pods: `${name}-pods`,
+    rw: `${name}-rw`,
+    ro: `${name}-ro`,
+    init: `${name}-init`,
+  };
+};
+
+export function labels(db: SampleDBObject): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "sampledb",
+    [INSTANCE]: names(db).name,
+    "app.kubernetes.io/managed-by": OPERATOR_NAME,
+  };
+}
+
+/** What a pod is for: a PostgreSQL instance, or one-shot work (Jobs) that must stay out of the Services. */
+export const COMPONENT = "seed.example.com/component";
+
+/** The labels of a SampleDB's pods of one component. */
+export function podLabels(
+  db: SampleDBObject,
+  component: "instance" | "init" | "backup",
+): Record<string, string> {
+  return { ...labels(db), [COMPONENT]: component };
+}
+
+function meta(db: SampleDBObject, name: string) {
+  return { name, namespace: names(db).namespace, labels: labels(db) };
+}
+
+/** Credentials: the application's role and the superuser the operator's Jobs and replication use. */
+export function credentialsSecret(
+  db: SampleDBObject,
+  passwords: { app: string; superuser: string },
+): core.Secret {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: meta(db, names(db).secret),
+    type: "kubernetes.io/basic-auth",
+    stringData: {
+      username: db.spec.database,
+      password: passwords.app,
+      "superuser-username": "postgres",
+      "superuser-password": passwords.superuser,
+    },
+  };
+}
+
+/** What an application needs besides the credentials, for apps that do not read the API. */
+export function connectionConfigMap(db: SampleDBObject): core.ConfigMap {
+  const { namespace, rw, ro } = names(db);
+  const host = `${rw}.${namespace}.svc.cluster.local`;
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: meta(db, names(db).config),
+    data: {
+      host,
+      readOnlyHost: db.spec.instances > 1 ? `${ro}.${namespace}.svc.cluster.local` : host,
+      port: String(PORT),
+      database: db.spec.database,
+      username: db.spec.database,
+      uri: `postgresql://${db.spec.database}@${host}:${PORT}/${db.spec.database}`,
+    },
+  };
+}
+
+/** A Service for the pods with `role` (primary: read-write; replica: read-only). */
+export function roleService(db: SampleDBObject, role: "primary" | "replica"): core.Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(db, role === "primary" ? names(db).rw : names(db).ro),
+    spec: {
+      selector: { ...podLabels(db, "instance"), [ROLE]: role },
+      ports: [{ name: "postgres", port: PORT, targetPort: "postgres" }],
+    },
+  };
+}
+
+/** The StatefulSet's governing Service: stable DNS names for each pod, ready or not (replication). */
+export function headlessService(db: SampleDBObject): core.Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(db, names(db).pods),
+    spec: {
+      clusterIP: "None",
+      publishNotReadyAddresses: true,
+      selector: podLabels(db, "instance"),
+      ports: [{ name: "postgres", port: PORT, targetPort: "postgres" }],
+    },
+  };
+}
+
+/**
+ * An empty volume: the first pod runs initdb, the others copy the primary with pg_basebackup and
+ * stream from it. A volume with data starts as it is (a replica keeps its standby.signal).
+ */
+const START = `set -e
+ordinal="\${POD_NAME##*-}"
+if [ ! -s "${PGDATA}/PG_VERSION" ]; then
+  if [ "$ordinal" = 0 ]; then
+    printf '%s' "$SUPERUSER_PASSWORD" > /tmp/pwfile
+    initdb -D "${PGDATA}" -U postgres --pwfile=/tmp/pwfile --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C
+    rm -f /tmp/pwfile
+    printf 'host all all 0.0.0.0/0 scram-sha-256\\nhost replication all 0.0.0.0/0 scram-sha-256\\n' >> "${PGDATA}/pg_hba.conf"
+  else
+    export PGPASSWORD="$SUPERUSER_PASSWORD"
+    until pg_basebackup -h "$PRIMARY_HOST" -U postgres -D "${PGDATA}" -R -X stream -c fast; do
+      rm -rf "${PGDATA}"; sleep 2
+    done
+  fi
+fi
+exec postgres -D "${PGDATA}" -c listen_addresses='*' -c unix_socket_directories=/tmp`;
+
+const superuserPassword = (db: SampleDBObject) => ({
+  name: "SUPERUSER_PASSWORD",
+  valueFrom: { secretKeyRef: { name: names(db).secret, key: "superuser-password" } },
+});
+
+const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+
+export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulSet {
+  const { name, pods } = names(db);
+  return {
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
+    metadata: meta(db, name),
+    spec: {
+      serviceName: pods,
+      replicas: db.spec.instances,
+      podManagementPolicy: "OrderedReady",
+      selector: { matchLabels: podLabels(db, "instance") },
+      template: {
+        metadata: { labels: podLabels(db, "instance") },
+        spec: {
+          securityContext: { fsGroup: UID, seccompProfile: { type: "RuntimeDefault" } },
+          // Volumes from a host-path provisioner are root's and ignore fsGroup: hand them over.
+          initContainers: [
+            {
+              name: "volume-owner",
+              image: db.spec.image,
+              command: ["sh", "-c", `chown ${UID}:${UID} ${DATA}`],
+              securityContext: { runAsUser: 0, capabilities: { drop: ["ALL"], add: ["CHOWN"] } },
+              volumeMounts: [{ name: "data", mountPath: DATA }],
+            },
+          ],
+          containers: [
+            {
+              name: "postgres",
+              image: db.spec.image,
+              command: ["sh", "-c", START],
+              env: [
+                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "PRIMARY_HOST", value: `${primary}.${pods}` },
+                superuserPassword(db),
+              ],
+              ports: [{ name: "postgres", containerPort: PORT }],
+              readinessProbe: {
+                exec: { command: ["pg_isready", "-h", "/tmp", "-U", "postgres"] },
+                periodSeconds: 2,
+              },
+              securityContext: { ...restricted, runAsNonRoot: true, runAsUser: UID },
+              volumeMounts: [{ name: "data", mountPath: DATA }],
+            },
+          ],
+          terminationGracePeriodSeconds: 30,
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: "data", labels: labels(db) },
+          spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: db.spec.storage } } },
+        },
+      ],
+    },
+  };
+}
+
+/** Quotes an SQL identifier (the schema's patterns already keep names plain). */
+const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * The initial configuration, idempotent (a retried Job redoes it): the application's role with the
+ * Secret's password, its database, the extensions.
+ */
+export function initJob(db: SampleDBObject): batch.Job {
+  const { rw, init } = names(db);
+  const database = db.spec.database;
+  const sql = [
+    `SELECT 'CREATE ROLE ${ident(database)} LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${database}')\\gexec`,
+    `ALTER ROLE ${ident(database)} PASSWORD :'app_password';`,
+    `SELECT 'CREATE DATABASE ${ident(database)} OWNER ${ident(database)}' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '${database}')\\gexec`,
+    `\\connect ${ident(database)}`,
+    ...db.spec.extensions.map((extension) => `CREATE EXTENSION IF NOT EXISTS ${ident(extension)};`),
+  ].join("\n");
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: meta(db, init),
+    spec: {
+      backoffLimit: 10,
+      template: {
+        metadata: { labels: podLabels(db, "init") },
+        spec: {
+          restartPolicy: "OnFailure",
+          securityContext: { runAsNonRoot: true, runAsUser: UID, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "init",
+              image: db.spec.image,
+              command: [
+                "sh",
+                "-c",
+                `export PGPASSWORD="$SUPERUSER_PASSWORD"\npsql -h ${rw} -U postgres -d postgres -v ON_ERROR_STOP=1 -v app_password="$APP_PASSWORD" <<'SQL'\n${sql}\nSQL`,
+              ],
+              env: [
+                superuserPassword(db),
+                {
+                  name: "APP_PASSWORD",
+                  valueFrom: { secretKeyRef: { name: names(db).secret, key: "password" } },
+                },
+              ],
+              securityContext: restricted,
+            },
+          ],
+        },
+      },
+    },
+  };
+}

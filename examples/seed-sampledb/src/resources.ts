@@ -1,0 +1,95 @@
+import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
+import Type from "typebox";
+
+/** The PostgreSQL image made by kubeloop/testing from Debian 12's postgresql-15 (`loadBaseImage("postgres")`). */
+export const DEFAULT_IMAGE = "kubeloop.local/postgres:15";
+
+const spec = Type.Object(
+  {
+    instances: Type.Integer({
+      minimum: 1,
+      maximum: 5,
+      default: 1,
+      description: "PostgreSQL instances: one primary and instances - 1 streaming replicas.",
+    }),
+    image: Type.String({
+      default: DEFAULT_IMAGE,
+      minLength: 1,
+      description:
+        "The PostgreSQL image: initdb, postgres, pg_basebackup, pg_isready, psql and sh on PATH, run as a non-root user.",
+    }),
+    storage: Type.String({
+      default: "1Gi",
+      pattern: "^[0-9]+(Ki|Mi|Gi|Ti)$",
+      description: "The size of each instance's data volume (a PersistentVolumeClaim).",
+    }),
+    database: Type.String({
+      default: "app",
+      pattern: "^[a-z_][a-z0-9_]{0,62}$",
+      description: "The application's database, owned by the application's role of the same name.",
+    }),
+    extensions: Type.Array(Type.String({ pattern: "^[a-z_][a-z0-9_]{0,62}$" }), {
+      default: [],
+      description: "Extensions the initialisation Job creates in the database (e.g. pgcrypto).",
+    }),
+  },
+  { description: "The desired database." },
+);
+
+const status = Type.Object(
+  {
+    observedGeneration: Type.Optional(ObservedGeneration()),
+    phase: Type.Optional(
+      Type.Union(
+        [
+          Type.Literal("Creating"),
+          Type.Literal("Initializing"),
+          Type.Literal("Ready"),
+          Type.Literal("Degraded"),
+        ],
+        { description: "Where the database is in its life." },
+      ),
+    ),
+    primary: Type.Optional(Type.String({ description: "The pod that takes writes." })),
+    readyInstances: Type.Optional(Type.Integer({ description: "Instances running and ready." })),
+    ready: Type.Optional(Type.String({ description: "Ready instances of the desired ones, as `2/3`." })),
+    version: Type.Optional(Type.String({ description: "The PostgreSQL major version the data is in." })),
+    lastBackup: Type.Optional(Type.String({ description: "When the last backup completed (RFC 3339)." })),
+    initialized: Type.Optional(
+      Type.Boolean({ description: "The initialisation Job (role, database, extensions) completed." }),
+    ),
+    conditions: Type.Optional(Conditions()),
+  },
+  { description: "The observed state, written by the operator." },
+);
+
+/**
+ * SampleDB, the operator of Kubernetes' documentation (seed 002): PostgreSQL in a StatefulSet whose
+ * volumes are PersistentVolumeClaims, a Job for its initial configuration, a Service apps find it by,
+ * and a Secret and a ConfigMap with the connection's credentials and details.
+ *
+ * @example
+ * ```yaml
+ * apiVersion: seed.example.com/v1
+ * kind: SampleDB
+ * metadata: { name: shop }
+ * spec: { instances: 3, storage: 1Gi, database: shop, extensions: [pgcrypto] }
+ * ```
+ */
+export const SampleDB = defineResource({
+  group: "seed.example.com",
+  version: "v1",
+  kind: "SampleDB",
+  shortNames: ["sdb"],
+  categories: ["all"],
+  description: "A PostgreSQL database run in the cluster: a primary, streaming replicas, a Service.",
+  spec,
+  status,
+  printerColumns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "Primary", type: "string", jsonPath: ".status.primary" },
+    { name: "Ready", type: "string", jsonPath: ".status.ready" },
+    { name: "Version", type: "string", jsonPath: ".status.version" },
+    { name: "Last Backup", type: "date", jsonPath: ".status.lastBackup", priority: 1 },
+  ],
+});
