@@ -1,6 +1,8 @@
 import { after, controller, done, NotFound, type ReconcileContext } from "kubeloop";
-import { type batch, ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
-import { generatePassword, registerSecret, secretValues } from "kubeloop/resources";
+import { ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
+import { addFinalizer, generatePassword, isDeleting, registerSecret, secretValues } from "kubeloop/resources";
+import { backupVolume, restoreStep } from "./backup.ts";
+import { type BackupState, FINALIZER, finalize, jobState, scheduleBackups } from "./lifecycle.ts";
 import {
   connectionConfigMap,
   credentialsSecret,
@@ -64,12 +66,6 @@ async function labelRoles(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], primar
   }
 }
 
-function jobState(job: batch.Job | undefined): "Absent" | "Running" | "Complete" | "Failed" {
-  if (!job) return "Absent";
-  const has = (type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === "True");
-  return has("Complete") ? "Complete" : has("Failed") ? "Failed" : "Running";
-}
-
 /**
  * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
  * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
@@ -90,21 +86,29 @@ export const sampleDBController = controller(SampleDB)
     if (ctx.deleted) return done(); // owned objects go with it (garbage collection)
     const { name, namespace } = names(db);
     const primary = db.status?.primary ?? `${name}-0`;
+    const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
+    const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
+    if (isDeleting(db)) {
+      if (db.status?.phase !== "Deleting") await ctx.status({ phase: "Deleting" });
+      const again = await finalize(db, ctx, primaryReady);
+      return again === 0 ? done() : after(`${Math.ceil(again / 1000)}s`);
+    }
+    await addFinalizer(ctx.client, db, FINALIZER);
     await ctx.apply(credentialsSecret(db, await passwords(db, ctx)));
     await ctx.apply(connectionConfigMap(db));
     await ctx.apply(headlessService(db));
     await ctx.apply(roleService(db, "primary"));
     if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
     await ctx.apply(statefulSet(db, primary));
+    // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
+    await ctx.apply(backupVolume(db), { owned: false });
 
-    const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
     await labelRoles(db, ctx, pods, primary);
     const readyInstances = pods.filter(isReady).length;
-    const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
 
     let initialized = db.status?.initialized === true;
     if (!initialized && primaryReady) {
-      await ctx.apply(initJob(db));
+      await ctx.apply(initJob(db, restoreStep(db)));
       const state = jobState(ctx.cache.get(Job, names(db).init, namespace));
       if (state === "Failed") ctx.event("Warning", "InitFailed", "the initialisation Job failed");
       if (state === "Complete") {
@@ -112,6 +116,8 @@ export const sampleDBController = controller(SampleDB)
         ctx.event("Normal", "Initialized", `role and database ${db.spec.database} created`);
       }
     }
+    const backups: BackupState | undefined =
+      db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
     const ready = initialized && readyInstances === db.spec.instances;
     const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
     if (phase !== db.status?.phase)
@@ -124,6 +130,9 @@ export const sampleDBController = controller(SampleDB)
         ready: `${readyInstances}/${db.spec.instances}`,
         version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
         initialized,
+        ...(backups?.lastBackup
+          ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
+          : {}),
       },
       {
         ready: ready
@@ -135,6 +144,7 @@ export const sampleDBController = controller(SampleDB)
             },
       },
     );
-    // Pods, the StatefulSet and the Job wake us; this is a safety net.
-    return ready ? done() : after("15s");
+    // Pods, the StatefulSet and the Jobs wake us; the rest is the backup schedule and a safety net.
+    if (!ready) return after("15s");
+    return backups ? after(`${Math.ceil(backups.nextInMs / 1000)}s`) : done();
   });

@@ -15,7 +15,7 @@ const PORT = 5432;
 const DATA = "/var/lib/postgresql/data";
 const PGDATA = `${DATA}/pgdata`;
 /** The image's non-root user (see node-images.ts). */
-const UID = 65532;
+export const UID = 65532;
 
 export const names = (db: SampleDBObject) => {
   const name = db.metadata?.name ?? "";
@@ -28,6 +28,7 @@ export const names = (db: SampleDBObject) => {
     rw: `${name}-rw`,
     ro: `${name}-ro`,
     init: `${name}-init`,
+    backups: `${name}-backups`,
   };
 };
 
@@ -50,7 +51,7 @@ export function podLabels(
   return { ...labels(db), [COMPONENT]: component };
 }
 
-function meta(db: SampleDBObject, name: string) {
+export function meta(db: SampleDBObject, name: string) {
   return { name, namespace: names(db).namespace, labels: labels(db) };
 }
 
@@ -141,12 +142,12 @@ if [ ! -s "${PGDATA}/PG_VERSION" ]; then
 fi
 exec postgres -D "${PGDATA}" -c listen_addresses='*' -c unix_socket_directories=/tmp`;
 
-const superuserPassword = (db: SampleDBObject) => ({
+export const superuserPassword = (db: SampleDBObject) => ({
   name: "SUPERUSER_PASSWORD",
   valueFrom: { secretKeyRef: { name: names(db).secret, key: "superuser-password" } },
 });
 
-const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+export const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
 export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulSet {
   const { name, pods } = names(db);
@@ -163,16 +164,7 @@ export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulS
         metadata: { labels: podLabels(db, "instance") },
         spec: {
           securityContext: { fsGroup: UID, seccompProfile: { type: "RuntimeDefault" } },
-          // Volumes from a host-path provisioner are root's and ignore fsGroup: hand them over.
-          initContainers: [
-            {
-              name: "volume-owner",
-              image: db.spec.image,
-              command: ["sh", "-c", `chown ${UID}:${UID} ${DATA}`],
-              securityContext: { runAsUser: 0, capabilities: { drop: ["ALL"], add: ["CHOWN"] } },
-              volumeMounts: [{ name: "data", mountPath: DATA }],
-            },
-          ],
+          initContainers: [volumeOwner(db.spec.image, "data", DATA)],
           containers: [
             {
               name: "postgres",
@@ -205,6 +197,17 @@ export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulS
   };
 }
 
+/** Volumes from a host-path provisioner are root's and ignore fsGroup: a root init container hands one over. */
+export function volumeOwner(image: string, volume: string, path: string): core.Container {
+  return {
+    name: "volume-owner",
+    image,
+    command: ["sh", "-c", `chown ${UID}:${UID} ${path}`],
+    securityContext: { runAsNonRoot: false, runAsUser: 0, capabilities: { drop: ["ALL"], add: ["CHOWN"] } },
+    volumeMounts: [{ name: volume, mountPath: path }],
+  };
+}
+
 /** Quotes an SQL identifier (the schema's patterns already keep names plain). */
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
@@ -212,7 +215,10 @@ const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
  * The initial configuration, idempotent (a retried Job redoes it): the application's role with the
  * Secret's password, its database, the extensions.
  */
-export function initJob(db: SampleDBObject): batch.Job {
+export function initJob(
+  db: SampleDBObject,
+  restore?: { script: string; volume: core.Volume; mount: core.VolumeMount },
+): batch.Job {
   const { rw, init } = names(db);
   const database = db.spec.database;
   const sql = [
@@ -240,7 +246,7 @@ export function initJob(db: SampleDBObject): batch.Job {
               command: [
                 "sh",
                 "-c",
-                `export PGPASSWORD="$SUPERUSER_PASSWORD"\npsql -h ${rw} -U postgres -d postgres -v ON_ERROR_STOP=1 -v app_password="$APP_PASSWORD" <<'SQL'\n${sql}\nSQL`,
+                `set -e\nexport PGPASSWORD="$SUPERUSER_PASSWORD"\npsql -h ${rw} -U postgres -d postgres -v ON_ERROR_STOP=1 -v app_password="$APP_PASSWORD" <<'SQL'\n${sql}\nSQL\n${restore?.script ?? ""}`,
               ],
               env: [
                 superuserPassword(db),
@@ -250,8 +256,10 @@ export function initJob(db: SampleDBObject): batch.Job {
                 },
               ],
               securityContext: restricted,
+              ...(restore ? { volumeMounts: [restore.mount] } : {}),
             },
           ],
+          ...(restore ? { volumes: [restore.volume] } : {}),
         },
       },
     },

@@ -32,6 +32,50 @@ const spec = Type.Object(
       default: [],
       description: "Extensions the initialisation Job creates in the database (e.g. pgcrypto).",
     }),
+    backup: Type.Optional(
+      Type.Object(
+        {
+          schedule: Type.String({
+            pattern: "^[0-9]+(s|m|h)$",
+            default: "24h",
+            description: "How often a backup Job runs (`30s`, `15m`, `24h`).",
+          }),
+          retention: Type.Integer({
+            minimum: 1,
+            default: 7,
+            description: "Backups kept; older ones are removed.",
+          }),
+          storage: Type.String({
+            default: "1Gi",
+            pattern: "^[0-9]+(Ki|Mi|Gi|Ti)$",
+            description: "The size of the backup volume (`<name>-backups`), which outlives the SampleDB.",
+          }),
+        },
+        { description: "Scheduled backups: pg_dump of the database into the backup volume, by Jobs." },
+      ),
+    ),
+    restore: Type.Optional(
+      Type.Object(
+        {
+          from: Type.String({
+            minLength: 1,
+            description: "The SampleDB (in this namespace) whose backups to use.",
+          }),
+          backup: Type.Optional(
+            Type.String({
+              pattern: "^[0-9TZ]+[.]dump$",
+              description: "The backup file; default the latest.",
+            }),
+          ),
+        },
+        { description: "Starts the database from a backup of another SampleDB, by the initialisation Job." },
+      ),
+    ),
+    deletionPolicy: Type.Union([Type.Literal("Snapshot"), Type.Literal("Delete"), Type.Literal("Retain")], {
+      default: "Snapshot",
+      description:
+        "On deletion: Snapshot takes a final backup, then removes the StatefulSet and the data volumes (backups stay); Delete removes everything, backups included; Retain removes the StatefulSet and keeps the volumes.",
+    }),
   },
   { description: "The desired database." },
 );
@@ -46,6 +90,7 @@ const status = Type.Object(
           Type.Literal("Initializing"),
           Type.Literal("Ready"),
           Type.Literal("Degraded"),
+          Type.Literal("Deleting"),
         ],
         { description: "Where the database is in its life." },
       ),
@@ -55,6 +100,9 @@ const status = Type.Object(
     ready: Type.Optional(Type.String({ description: "Ready instances of the desired ones, as `2/3`." })),
     version: Type.Optional(Type.String({ description: "The PostgreSQL major version the data is in." })),
     lastBackup: Type.Optional(Type.String({ description: "When the last backup completed (RFC 3339)." })),
+    lastBackupFile: Type.Optional(
+      Type.String({ description: "The last backup's file in the backup volume." }),
+    ),
     initialized: Type.Optional(
       Type.Boolean({ description: "The initialisation Job (role, database, extensions) completed." }),
     ),

@@ -74,6 +74,26 @@ export class World {
     return (Date.now() - started) / 1000;
   }
 
+  /** Waits until `jsonpath` of the SampleDB satisfies `check`; returns the value. */
+  async waitFor(
+    namespace: string,
+    name: string,
+    jsonpath: string,
+    check: (value: string) => boolean,
+    what: string,
+    timeoutMs = 120_000,
+  ): Promise<string> {
+    let value = "";
+    await pollUntil(
+      async () => {
+        value = await this.ok(["-n", namespace, "get", "sampledb", name, "-o", `jsonpath=${jsonpath}`]);
+        return check(value);
+      },
+      { timeoutMs, intervalMs: 500, message: what },
+    );
+    return value;
+  }
+
   /**
    * Runs `script` (sh) in a pod of the PostgreSQL image with the SampleDB's connection as libpq's
    * environment (PGHOST etc. from its ConfigMap, PGUSER/PGPASSWORD from its Secret), as an
@@ -86,13 +106,31 @@ export class World {
     script: string,
     host = "host",
   ): Promise<string> {
+    return this.runPod(namespace, podName, script, { db, host });
+  }
+
+  /** The backup files in a SampleDB's backup volume, oldest first. */
+  async backupFiles(namespace: string, db: string, podName: string): Promise<string[]> {
+    const out = await this.runPod(namespace, podName, "ls -1 /backups", { backups: `${db}-backups` });
+    return out
+      .split("\n")
+      .filter((file) => file.endsWith(".dump"))
+      .sort();
+  }
+
+  private async runPod(
+    namespace: string,
+    podName: string,
+    script: string,
+    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+  ): Promise<string> {
     const fromConfig = (env: string, key: string) => ({
       name: env,
-      valueFrom: { configMapKeyRef: { name: `${db}-connection`, key } },
+      valueFrom: { configMapKeyRef: { name: `${db ?? ""}-connection`, key } },
     });
     const fromSecret = (env: string, key: string) => ({
       name: env,
-      valueFrom: { secretKeyRef: { name: `${db}-credentials`, key } },
+      valueFrom: { secretKeyRef: { name: `${db ?? ""}-credentials`, key } },
     });
     const pod = {
       apiVersion: "v1",
@@ -106,15 +144,21 @@ export class World {
             name: "app",
             image: this.postgres,
             command: ["sh", "-c", script],
-            env: [
-              fromConfig("PGHOST", host),
-              fromConfig("PGPORT", "port"),
-              fromConfig("PGDATABASE", "database"),
-              fromSecret("PGUSER", "username"),
-              fromSecret("PGPASSWORD", "password"),
-            ],
+            env: db
+              ? [
+                  fromConfig("PGHOST", host),
+                  fromConfig("PGPORT", "port"),
+                  fromConfig("PGDATABASE", "database"),
+                  fromSecret("PGUSER", "username"),
+                  fromSecret("PGPASSWORD", "password"),
+                ]
+              : [],
+            volumeMounts: backups ? [{ name: "backups", mountPath: "/backups", readOnly: true }] : [],
           },
         ],
+        volumes: backups
+          ? [{ name: "backups", persistentVolumeClaim: { claimName: backups, readOnly: true } }]
+          : [],
       },
     };
     await this.ok(["apply", "-f", "-"], JSON.stringify(pod));
