@@ -1,8 +1,15 @@
 import { after, controller, done, NotFound, type ReconcileContext } from "kubeloop";
 import { ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
-import { addFinalizer, generatePassword, isDeleting, registerSecret, secretValues } from "kubeloop/resources";
+import {
+  addFinalizer,
+  generatePassword,
+  isDeleting,
+  jobStatus,
+  registerSecret,
+  secretValues,
+} from "kubeloop/resources";
 import { backupVolume, restoreStep } from "./backup.ts";
-import { type BackupState, FINALIZER, finalize, jobState, scheduleBackups } from "./lifecycle.ts";
+import { type BackupState, FINALIZER, finalize, scheduleBackups } from "./lifecycle.ts";
 import {
   connectionConfigMap,
   credentialsSecret,
@@ -109,7 +116,7 @@ export const sampleDBController = controller(SampleDB)
     let initialized = db.status?.initialized === true;
     if (!initialized && primaryReady) {
       await ctx.apply(initJob(db, restoreStep(db)));
-      const state = jobState(ctx.cache.get(Job, names(db).init, namespace));
+      const state = jobStatus(ctx.cache.get(Job, names(db).init, namespace)).state;
       if (state === "Failed") ctx.event("Warning", "InitFailed", "the initialisation Job failed");
       if (state === "Complete") {
         initialized = true;

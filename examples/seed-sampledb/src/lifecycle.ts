@@ -1,6 +1,6 @@
 import { NotFound, type ReconcileContext } from "kubeloop";
-import { type batch, Job, PersistentVolumeClaim, StatefulSet } from "kubeloop/k8s";
-import { removeFinalizer } from "kubeloop/resources";
+import { Job, PersistentVolumeClaim, StatefulSet } from "kubeloop/k8s";
+import { finishedJobsToPrune, jobStatus, removeFinalizer } from "kubeloop/resources";
 import { backupFile, backupJob, intervalMs } from "./backup.ts";
 import { labels, names, type SampleDBObject } from "./objects.ts";
 
@@ -10,12 +10,6 @@ type Ctx = ReconcileContext<SampleDBObject>;
 export const FINALIZER = "seed.example.com/final-backup";
 /** On a backup Job: the file it writes. */
 const BACKUP_FILE = "seed.example.com/backup-file";
-
-export function jobState(job: batch.Job | undefined): "Absent" | "Running" | "Complete" | "Failed" {
-  if (!job) return "Absent";
-  const has = (type: string) => job.status?.conditions?.some((c) => c.type === type && c.status === "True");
-  return has("Complete") ? "Complete" : has("Failed") ? "Failed" : "Running";
-}
 
 export interface BackupState {
   lastBackup?: string;
@@ -38,7 +32,7 @@ export async function scheduleBackups(db: SampleDBObject, ctx: Ctx): Promise<Bac
   let lastBackupFile = db.status?.lastBackupFile;
   for (const job of jobs) {
     const completed = job.status?.completionTime;
-    if (jobState(job) !== "Complete" || !completed) continue;
+    if (jobStatus(job).state !== "Complete" || !completed) continue;
     if (lastBackup && Date.parse(completed) <= Date.parse(lastBackup)) continue;
     lastBackup = completed;
     lastBackupFile = job.metadata?.annotations?.[BACKUP_FILE];
@@ -46,11 +40,16 @@ export async function scheduleBackups(db: SampleDBObject, ctx: Ctx): Promise<Bac
   }
   // Events are aggregated: a Job that stays failed is one event with a count.
   for (const job of jobs)
-    if (jobState(job) === "Failed") ctx.event("Warning", "BackupFailed", `Job ${job.metadata?.name} failed`);
+    if (jobStatus(job).state === "Failed") ctx.event("Warning", "BackupFailed", jobStatus(job).message);
   const now = ctx.now();
   const since = Date.parse(lastBackup ?? db.metadata?.creationTimestamp ?? now.toISOString());
   let nextInMs = since + every - now.getTime();
-  const running = jobs.some((job) => jobState(job) === "Running");
+  const running = jobs.some((job) => jobStatus(job).state === "Running");
+  // Finished backup Jobs (and their pods' logs) are kept as many as the backups.
+  for (const job of finishedJobsToPrune(jobs, db.spec.backup?.retention ?? 7))
+    await ignoreNotFound(
+      ctx.client.delete(Job, job.metadata?.name ?? "", { namespace, propagationPolicy: "Background" }),
+    );
   if (nextInMs <= 0 && !running) {
     const file = backupFile(now);
     const jobName = `${name}-backup-${file.replace(".dump", "").toLowerCase()}`;
@@ -76,8 +75,7 @@ export async function finalize(db: SampleDBObject, ctx: Ctx, primaryReady: boole
   const policy = db.spec.deletionPolicy;
   if (policy === "Snapshot") {
     const jobName = `${name}-final-backup`;
-    const job = ctx.cache.get(Job, jobName, namespace);
-    const state = jobState(job);
+    const state = jobStatus(ctx.cache.get(Job, jobName, namespace)).state;
     if (state === "Absent") {
       if (!primaryReady) {
         ctx.event("Warning", "FinalBackupWaiting", "the primary is not ready: the final backup waits for it");
