@@ -1,14 +1,5 @@
 import type { batch, core } from "kubeloop/k8s";
-import {
-  meta,
-  names,
-  podLabels,
-  restricted,
-  type SampleDBObject,
-  superuserPassword,
-  UID,
-  volumeOwner,
-} from "./objects.ts";
+import { meta, names, oneShotJob, type SampleDBObject, volumeOwner } from "./objects.ts";
 
 // Backups as the seed describes them: pods the operator starts when one is due, which connect to
 // the database with the credentials Secret and write into a backup volume of their own.
@@ -51,42 +42,23 @@ export function backupVolume(db: SampleDBObject): core.PersistentVolumeClaim {
 export function backupJob(db: SampleDBObject, jobName: string, file: string): batch.Job {
   const { rw, backups } = names(db);
   const retention = db.spec.backup?.retention ?? 7;
-  const script = `set -e
-export PGPASSWORD="$SUPERUSER_PASSWORD"
-pg_dump -h ${rw} -U postgres -d "${db.spec.database}" -Fc -f "${BACKUPS}/${file}.partial"
+  const script = `pg_dump -h ${rw} -U postgres -d "${db.spec.database}" -Fc -f "${BACKUPS}/${file}.partial"
 mv "${BACKUPS}/${file}.partial" "${BACKUPS}/${file}"
 rm -f ${BACKUPS}/*.partial
 ls -1 ${BACKUPS} | grep '[.]dump$' | sort -r | tail -n +${retention + 1} | while read -r old; do rm -f "${BACKUPS}/$old"; done
 ls -1 ${BACKUPS}`;
-  return {
-    apiVersion: "batch/v1",
-    kind: "Job",
-    metadata: { ...meta(db, jobName), annotations: { "seed.example.com/backup-file": file } },
-    spec: {
-      backoffLimit: 3,
-      // Finished backup Jobs go after a day; the backups themselves stay in the volume.
-      ttlSecondsAfterFinished: 86_400,
-      template: {
-        metadata: { labels: podLabels(db, "backup") },
-        spec: {
-          restartPolicy: "OnFailure",
-          securityContext: { runAsNonRoot: true, runAsUser: UID, seccompProfile: { type: "RuntimeDefault" } },
-          initContainers: [volumeOwner(db.spec.image, "backups", BACKUPS)],
-          containers: [
-            {
-              name: "backup",
-              image: db.spec.image,
-              command: ["sh", "-c", script],
-              env: [superuserPassword(db)],
-              securityContext: restricted,
-              volumeMounts: [{ name: "backups", mountPath: BACKUPS }],
-            },
-          ],
-          volumes: [{ name: "backups", persistentVolumeClaim: { claimName: backups } }],
-        },
-      },
-    },
-  };
+  return oneShotJob(db, {
+    name: jobName,
+    component: "backup",
+    script,
+    backoffLimit: 3,
+    // Finished backup Jobs go after a day; the backups themselves stay in the volume.
+    ttlSeconds: 86_400,
+    annotations: { "seed.example.com/backup-file": file },
+    initContainers: [volumeOwner(db.spec.image, "backups", BACKUPS)],
+    volumes: [{ name: "backups", persistentVolumeClaim: { claimName: backups } }],
+    mounts: [{ name: "backups", mountPath: BACKUPS }],
+  });
 }
 
 /** What the init Job adds for `spec.restore`: pg_restore of the chosen (or latest) backup of another SampleDB. */

@@ -24,6 +24,7 @@ import {
   type SampleDBObject,
   statefulSet,
 } from "./objects.ts";
+import { invalidNames, reloadHash, reloadJob, restartArguments } from "./parameters.ts";
 import { SampleDB } from "./resources.ts";
 
 type Ctx = ReconcileContext<SampleDBObject>;
@@ -74,6 +75,32 @@ async function labelRoles(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], primar
 }
 
 /**
+ * Runs the reload Job for the reloadable settings when they changed; returns the hash of those the
+ * instances run with.
+ */
+async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | undefined> {
+  const invalid = invalidNames(db);
+  if (invalid.length > 0)
+    ctx.event("Warning", "InvalidParameters", `not setting names, ignored: ${invalid.join(", ")}`);
+  const hash = reloadHash(db);
+  if (db.status?.parametersApplied === hash) return hash;
+  const job = reloadJob(db);
+  const state = jobStatus(ctx.cache.get(Job, job.metadata?.name ?? "", names(db).namespace));
+  if (state.state === "Absent") {
+    await ctx.apply(job);
+    ctx.event(
+      "Normal",
+      "Reloading",
+      `settings applied with ALTER SYSTEM and a reload (Job ${job.metadata?.name})`,
+    );
+  }
+  if (state.state === "Failed") ctx.event("Warning", "ReloadFailed", state.message);
+  if (state.state !== "Complete") return db.status?.parametersApplied;
+  ctx.event("Normal", "Reloaded", "the instances run with the new settings");
+  return hash;
+}
+
+/**
  * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
  * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
  */
@@ -106,7 +133,7 @@ export const sampleDBController = controller(SampleDB)
     await ctx.apply(headlessService(db));
     await ctx.apply(roleService(db, "primary"));
     if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
-    await ctx.apply(statefulSet(db, primary));
+    await ctx.apply(statefulSet(db, primary, restartArguments(db)));
     // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
     await ctx.apply(backupVolume(db), { owned: false });
 
@@ -123,6 +150,8 @@ export const sampleDBController = controller(SampleDB)
         ctx.event("Normal", "Initialized", `role and database ${db.spec.database} created`);
       }
     }
+    const parametersApplied =
+      initialized && primaryReady ? await reloadParameters(db, ctx) : db.status?.parametersApplied;
     const backups: BackupState | undefined =
       db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
     const ready = initialized && readyInstances === db.spec.instances;
@@ -137,6 +166,7 @@ export const sampleDBController = controller(SampleDB)
         ready: `${readyInstances}/${db.spec.instances}`,
         version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
         initialized,
+        ...(parametersApplied ? { parametersApplied } : {}),
         ...(backups?.lastBackup
           ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
           : {}),

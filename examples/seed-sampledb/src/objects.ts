@@ -135,12 +135,20 @@ if [ ! -s "${PGDATA}/PG_VERSION" ]; then
     printf 'host all all 0.0.0.0/0 scram-sha-256\\nhost replication all 0.0.0.0/0 scram-sha-256\\n' >> "${PGDATA}/pg_hba.conf"
   else
     export PGPASSWORD="$SUPERUSER_PASSWORD"
-    until pg_basebackup -h "$PRIMARY_HOST" -U postgres -D "${PGDATA}" -R -X stream -c fast; do
+    until pg_basebackup -h "$PRIMARY_HOST" -U postgres -D "${PGDATA}" -X stream -c fast; do
       rm -rf "${PGDATA}"; sleep 2
     done
+    touch "${PGDATA}/standby.signal"
   fi
 fi
-exec postgres -D "${PGDATA}" -c listen_addresses='*' -c unix_socket_directories=/tmp`;
+# A standby's connection to the primary goes on the command line, not in postgresql.auto.conf,
+# where ALTER SYSTEM RESET ALL (parameters.ts) would remove it; the password stays in a file.
+if [ -f "${PGDATA}/standby.signal" ]; then
+  printf '*:5432:*:postgres:%s\n' "$SUPERUSER_PASSWORD" > /tmp/pgpass
+  chmod 600 /tmp/pgpass
+  set -- "$@" -c "primary_conninfo=host=$PRIMARY_HOST user=postgres passfile=/tmp/pgpass"
+fi
+exec postgres -D "${PGDATA}" -c listen_addresses='*' -c unix_socket_directories=/tmp "$@"`;
 
 export const superuserPassword = (db: SampleDBObject) => ({
   name: "SUPERUSER_PASSWORD",
@@ -149,7 +157,7 @@ export const superuserPassword = (db: SampleDBObject) => ({
 
 export const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
-export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulSet {
+export function statefulSet(db: SampleDBObject, primary: string, startArguments: string[]): apps.StatefulSet {
   const { name, pods } = names(db);
   return {
     apiVersion: "apps/v1",
@@ -169,7 +177,8 @@ export function statefulSet(db: SampleDBObject, primary: string): apps.StatefulS
             {
               name: "postgres",
               image: db.spec.image,
-              command: ["sh", "-c", START],
+              // After the script: settings read only at start (see parameters.ts), as "$@".
+              command: ["sh", "-c", START, "postgres", ...startArguments],
               env: [
                 { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                 { name: "PRIMARY_HOST", value: `${primary}.${pods}` },
@@ -208,6 +217,53 @@ export function volumeOwner(image: string, volume: string, path: string): core.C
   };
 }
 
+/** What a one-shot Job of a SampleDB runs: a shell script in its image, with the superuser's password. */
+export interface OneShot {
+  name: string;
+  component: "init" | "backup";
+  script: string;
+  backoffLimit: number;
+  /** Finished Jobs go after this long (their results are in status or volumes by then). */
+  ttlSeconds?: number;
+  annotations?: Record<string, string>;
+  env?: core.EnvVar[];
+  volumes?: core.Volume[];
+  mounts?: core.VolumeMount[];
+  initContainers?: core.Container[];
+}
+
+/** A Job running one script against the database: non-root, retried on failure, its pods out of the Services. */
+export function oneShotJob(db: SampleDBObject, job: OneShot): batch.Job {
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: { ...meta(db, job.name), ...(job.annotations ? { annotations: job.annotations } : {}) },
+    spec: {
+      backoffLimit: job.backoffLimit,
+      ...(job.ttlSeconds ? { ttlSecondsAfterFinished: job.ttlSeconds } : {}),
+      template: {
+        metadata: { labels: podLabels(db, job.component) },
+        spec: {
+          restartPolicy: "OnFailure",
+          securityContext: { runAsNonRoot: true, runAsUser: UID, seccompProfile: { type: "RuntimeDefault" } },
+          ...(job.initContainers ? { initContainers: job.initContainers } : {}),
+          containers: [
+            {
+              name: job.component,
+              image: db.spec.image,
+              command: ["sh", "-c", `set -e\nexport PGPASSWORD="$SUPERUSER_PASSWORD"\n${job.script}`],
+              env: [superuserPassword(db), ...(job.env ?? [])],
+              securityContext: restricted,
+              ...(job.mounts ? { volumeMounts: job.mounts } : {}),
+            },
+          ],
+          ...(job.volumes ? { volumes: job.volumes } : {}),
+        },
+      },
+    },
+  };
+}
+
 /** Quotes an SQL identifier (the schema's patterns already keep names plain). */
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
@@ -228,40 +284,12 @@ export function initJob(
     `\\connect ${ident(database)}`,
     ...db.spec.extensions.map((extension) => `CREATE EXTENSION IF NOT EXISTS ${ident(extension)};`),
   ].join("\n");
-  return {
-    apiVersion: "batch/v1",
-    kind: "Job",
-    metadata: meta(db, init),
-    spec: {
-      backoffLimit: 10,
-      template: {
-        metadata: { labels: podLabels(db, "init") },
-        spec: {
-          restartPolicy: "OnFailure",
-          securityContext: { runAsNonRoot: true, runAsUser: UID, seccompProfile: { type: "RuntimeDefault" } },
-          containers: [
-            {
-              name: "init",
-              image: db.spec.image,
-              command: [
-                "sh",
-                "-c",
-                `set -e\nexport PGPASSWORD="$SUPERUSER_PASSWORD"\npsql -h ${rw} -U postgres -d postgres -v ON_ERROR_STOP=1 -v app_password="$APP_PASSWORD" <<'SQL'\n${sql}\nSQL\n${restore?.script ?? ""}`,
-              ],
-              env: [
-                superuserPassword(db),
-                {
-                  name: "APP_PASSWORD",
-                  valueFrom: { secretKeyRef: { name: names(db).secret, key: "password" } },
-                },
-              ],
-              securityContext: restricted,
-              ...(restore ? { volumeMounts: [restore.mount] } : {}),
-            },
-          ],
-          ...(restore ? { volumes: [restore.volume] } : {}),
-        },
-      },
-    },
-  };
+  return oneShotJob(db, {
+    name: init,
+    component: "init",
+    backoffLimit: 10,
+    script: `psql -h ${rw} -U postgres -d postgres -v ON_ERROR_STOP=1 -v app_password="$APP_PASSWORD" <<'SQL'\n${sql}\nSQL\n${restore?.script ?? ""}`,
+    env: [{ name: "APP_PASSWORD", valueFrom: { secretKeyRef: { name: names(db).secret, key: "password" } } }],
+    ...(restore ? { volumes: [restore.volume], mounts: [restore.mount] } : {}),
+  });
 }

@@ -32,6 +32,11 @@ const spec = Type.Object(
       default: [],
       description: "Extensions the initialisation Job creates in the database (e.g. pgcrypto).",
     }),
+    parameters: Type.Record(Type.String(), Type.String(), {
+      default: {},
+      description:
+        "PostgreSQL settings (postgresql.conf names). Those the server reads only at start (max_connections, shared_buffers, wal_level, ...) roll the instances, replicas first; the rest are applied with ALTER SYSTEM and a reload, without a restart. Names that are not setting names are ignored, with a Warning event.",
+    }),
     backup: Type.Optional(
       Type.Object(
         {
@@ -60,6 +65,11 @@ const spec = Type.Object(
           from: Type.String({
             minLength: 1,
             description: "The SampleDB (in this namespace) whose backups to use.",
+          }),
+          parameters: Type.Record(Type.String(), Type.String(), {
+            default: {},
+            description:
+              "PostgreSQL settings (postgresql.conf names). Those the server reads only at start (max_connections, shared_buffers, wal_level, ...) roll the instances, replicas first; the rest are applied with ALTER SYSTEM and a reload, without a restart. Names that are not setting names are ignored, with a Warning event.",
           }),
           backup: Type.Optional(
             Type.String({
@@ -100,6 +110,9 @@ const status = Type.Object(
     ready: Type.Optional(Type.String({ description: "Ready instances of the desired ones, as `2/3`." })),
     version: Type.Optional(Type.String({ description: "The PostgreSQL major version the data is in." })),
     lastBackup: Type.Optional(Type.String({ description: "When the last backup completed (RFC 3339)." })),
+    parametersApplied: Type.Optional(
+      Type.String({ description: "The hash of the reloadable parameters the instances run with." }),
+    ),
     lastBackupFile: Type.Optional(
       Type.String({ description: "The last backup's file in the backup volume." }),
     ),
