@@ -9,6 +9,7 @@ import {
   secretValues,
 } from "kubeloop/resources";
 import { backupVolume, restoreStep } from "./backup.ts";
+import { candidate, isReady, promoteJob, restartFollowers } from "./failover.ts";
 import { type BackupState, FINALIZER, finalize, scheduleBackups } from "./lifecycle.ts";
 import {
   connectionConfigMap,
@@ -49,10 +50,6 @@ async function passwords(db: SampleDBObject, ctx: Ctx): Promise<{ app: string; s
     superuser: registerSecret(values["superuser-password"] ?? generatePassword()),
   };
 }
-
-const isReady = (pod: core.Pod) =>
-  !pod.metadata?.deletionTimestamp &&
-  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
 
 /** Labels each pod primary or replica, which the Services select by. */
 async function labelRoles(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], primary: string): Promise<void> {
@@ -119,8 +116,17 @@ export const sampleDBController = controller(SampleDB)
   .reconcile(async (db, ctx) => {
     if (ctx.deleted) return done(); // owned objects go with it (garbage collection)
     const { name, namespace } = names(db);
-    const primary = db.status?.primary ?? `${name}-0`;
+    let primary = db.status?.primary ?? `${name}-0`;
     const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
+    const elected = db.status?.initialized && !isDeleting(db) ? candidate(pods, primary) : undefined;
+    let promotedAt = db.status?.promotedAt;
+    if (elected) {
+      // Recorded before anything acts on it: a restarted operator carries on with the same choice.
+      promotedAt = ctx.now().toISOString();
+      ctx.event("Warning", "Failover", `${primary} does not serve: ${elected} becomes the primary`);
+      await ctx.status({ primary: elected, promotedAt });
+      primary = elected;
+    }
     const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
     if (isDeleting(db)) {
       if (db.status?.phase !== "Deleting") await ctx.status({ phase: "Deleting" });
@@ -129,15 +135,20 @@ export const sampleDBController = controller(SampleDB)
     }
     await addFinalizer(ctx.client, db, FINALIZER);
     await ctx.apply(credentialsSecret(db, await passwords(db, ctx)));
-    await ctx.apply(connectionConfigMap(db));
+    await ctx.apply(connectionConfigMap(db, primary));
     await ctx.apply(headlessService(db));
     await ctx.apply(roleService(db, "primary"));
     if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
-    await ctx.apply(statefulSet(db, primary, restartArguments(db)));
+    await ctx.apply(statefulSet(db, restartArguments(db)));
     // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
     await ctx.apply(backupVolume(db), { owned: false });
 
     await labelRoles(db, ctx, pods, primary);
+    // For ten minutes after a promotion: the Job (idempotent) and the followers' restarts.
+    if (promotedAt && ctx.now().getTime() - Date.parse(promotedAt) < 600_000) {
+      await ctx.apply(promoteJob(db, primary, promotedAt));
+      await restartFollowers(db, ctx, pods, primary, promotedAt);
+    }
     const readyInstances = pods.filter(isReady).length;
 
     let initialized = db.status?.initialized === true;

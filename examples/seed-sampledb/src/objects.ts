@@ -75,7 +75,7 @@ export function credentialsSecret(
 }
 
 /** What an application needs besides the credentials, for apps that do not read the API. */
-export function connectionConfigMap(db: SampleDBObject): core.ConfigMap {
+export function connectionConfigMap(db: SampleDBObject, primary: string): core.ConfigMap {
   const { namespace, rw, ro } = names(db);
   const host = `${rw}.${namespace}.svc.cluster.local`;
   return {
@@ -89,6 +89,7 @@ export function connectionConfigMap(db: SampleDBObject): core.ConfigMap {
       database: db.spec.database,
       username: db.spec.database,
       uri: `postgresql://${db.spec.database}@${host}:${PORT}/${db.spec.database}`,
+      primary,
     },
   };
 }
@@ -122,13 +123,20 @@ export function headlessService(db: SampleDBObject): core.Service {
 }
 
 /**
- * An empty volume: the first pod runs initdb, the others copy the primary with pg_basebackup and
- * stream from it. A volume with data starts as it is (a replica keeps its standby.signal).
+ * The primary is the one the operator names ($PRIMARY, from the connection ConfigMap, read when the
+ * container starts). An empty volume: the primary runs initdb, the others copy it with
+ * pg_basebackup and stream from it. A volume with data starts as it is (a replica keeps its
+ * standby.signal), except a former primary after another was promoted: it is copied afresh (with
+ * synchronous replication, what it had that the new primary lacks was never acknowledged).
  */
 const START = `set -e
-ordinal="\${POD_NAME##*-}"
+PRIMARY_HOST="$PRIMARY.$PODS"
+if [ -s "${PGDATA}/PG_VERSION" ] && [ "$PRIMARY" != "$POD_NAME" ] && [ ! -f "${PGDATA}/standby.signal" ]; then
+  echo "another instance ($PRIMARY) is the primary: copying it afresh"
+  rm -rf "${PGDATA}"
+fi
 if [ ! -s "${PGDATA}/PG_VERSION" ]; then
-  if [ "$ordinal" = 0 ]; then
+  if [ "$PRIMARY" = "$POD_NAME" ]; then
     printf '%s' "$SUPERUSER_PASSWORD" > /tmp/pwfile
     initdb -D "${PGDATA}" -U postgres --pwfile=/tmp/pwfile --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C
     rm -f /tmp/pwfile
@@ -157,7 +165,7 @@ export const superuserPassword = (db: SampleDBObject) => ({
 
 export const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
-export function statefulSet(db: SampleDBObject, primary: string, startArguments: string[]): apps.StatefulSet {
+export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.StatefulSet {
   const { name, pods } = names(db);
   return {
     apiVersion: "apps/v1",
@@ -181,7 +189,12 @@ export function statefulSet(db: SampleDBObject, primary: string, startArguments:
               command: ["sh", "-c", START, "postgres", ...startArguments],
               env: [
                 { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-                { name: "PRIMARY_HOST", value: `${primary}.${pods}` },
+                { name: "PODS", value: pods },
+                // Not in the template itself: a new primary must not roll every pod.
+                {
+                  name: "PRIMARY",
+                  valueFrom: { configMapKeyRef: { name: names(db).config, key: "primary" } },
+                },
                 superuserPassword(db),
               ],
               ports: [{ name: "postgres", containerPort: PORT }],

@@ -106,6 +106,9 @@ const status = Type.Object(
       ),
     ),
     primary: Type.Optional(Type.String({ description: "The pod that takes writes." })),
+    promotedAt: Type.Optional(
+      Type.String({ description: "When the operator last named a new primary (RFC 3339)." }),
+    ),
     readyInstances: Type.Optional(Type.Integer({ description: "Instances running and ready." })),
     ready: Type.Optional(Type.String({ description: "Ready instances of the desired ones, as `2/3`." })),
     version: Type.Optional(Type.String({ description: "The PostgreSQL major version the data is in." })),
