@@ -74,6 +74,7 @@ export {
   isDeleting,
   removeFinalizer,
 } from "./finalizers.js";
+export { finishedJobsToPrune, type JobState, type JobStatus, jobStatus } from "./jobs.js";
 export {
   controllerOf,
   controllerReference,

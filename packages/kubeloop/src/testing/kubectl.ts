@@ -47,6 +47,9 @@ export function kubectl(args: string[], options: KubectlOptions): Promise<Kubect
       ),
     );
     child.on("close", (code) => resolve({ code, stdout, stderr }));
+    // A kubectl that exits before reading its input (most commands never read it) closes the pipe:
+    // the EPIPE that follows is no failure of ours, and its exit code says what happened.
+    child.stdin.on("error", () => {});
     child.stdin.end(options.input ?? "");
   });
 }

@@ -22,7 +22,7 @@ import { ControlPlaneError } from "../errors.js";
  */
 
 /** The images the test kit can make; see {@link BASE_IMAGES}. */
-export type BaseImageName = "tools" | "nginx";
+export type BaseImageName = "tools" | "nginx" | "postgres";
 
 interface ImageRecipe {
   /** The image's name, as pods refer to it. */
@@ -41,7 +41,14 @@ interface ImageRecipe {
   /** The user the image runs as (`uid:gid`). */
   readonly user: string;
   readonly exposedPorts?: readonly number[];
+  /** Environment variables (`NAME=value`); PATH is {@link DEFAULT_PATH} unless given. */
+  readonly env?: readonly string[];
 }
+
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Debian 12's PostgreSQL 15: where its programs live (Debian keeps each major version apart). */
+const PG_BIN = "/usr/lib/postgresql/15/bin";
 
 /** Base images made from Debian 12's packages; the tag is the package's version. */
 export const BASE_IMAGES: Readonly<Record<BaseImageName, ImageRecipe>> = {
@@ -88,6 +95,28 @@ http {
     user: "65532:65532",
     exposedPorts: [8080],
   },
+  // PostgreSQL 15 as Debian 12 ships it: the server, initdb, the client programs (psql, pg_dump,
+  // pg_basebackup, pg_upgrade, ...), busybox for the shell initdb and scripts need, tzdata for the
+  // server's time zones (Debian builds it with the system's). Runs as the non-root user; its data
+  // directory and socket directory are the pod's to give (a volume, /tmp).
+  postgres: {
+    ref: "kubeloop.local/postgres:15",
+    packages: ["postgresql-15", "postgresql-client-15", "libpq5", "busybox", "tzdata"],
+    linked: [
+      "/bin/busybox",
+      ...["postgres", "initdb", "pg_ctl", "psql", "pg_dump", "pg_dumpall", "pg_restore", "pg_isready"].map(
+        (program) => `${PG_BIN}/${program}`,
+      ),
+      ...["pg_basebackup", "pg_upgrade", "pg_controldata", "pg_rewind", "pg_resetwal"].map(
+        (program) => `${PG_BIN}/${program}`,
+      ),
+    ],
+    hostLibraries: ["/lib/x86_64-linux-gnu/libnss_dns.so.2", "/lib/x86_64-linux-gnu/libnss_files.so.2"],
+    entrypoint: [`${PG_BIN}/postgres`],
+    user: "65532:65532",
+    exposedPorts: [5432],
+    env: [`PATH=${PG_BIN}:${DEFAULT_PATH}`],
+  },
 };
 
 /** The minimal /etc a container expects: root, the conventional non-root user, nobody. */
@@ -131,6 +160,7 @@ export function baseImage(name: BaseImageName, cacheDir: string): { path: string
         cmd: recipe.cmd ?? [],
         user: recipe.user,
         exposedPorts: recipe.exposedPorts ?? [],
+        env: recipe.env ?? [],
       });
     } finally {
       rmSync(work, { recursive: true, force: true });
@@ -198,6 +228,7 @@ export function pauseImage(pauseBinary: string, ref: string, cacheDir: string): 
       cmd: [],
       user: "65535:65535",
       exposedPorts: [],
+      env: [],
     });
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -211,6 +242,7 @@ interface ImageConfig {
   cmd: readonly string[];
   user: string;
   exposedPorts: readonly number[];
+  env: readonly string[];
 }
 
 /** One layer from `rootfs`, its config and manifest, in a docker-archive at `target` (atomically). */
@@ -228,7 +260,7 @@ function writeDockerArchive(work: string, rootfs: string, target: string, image:
       Entrypoint: image.entrypoint.length ? image.entrypoint : null,
       Cmd: image.cmd.length ? image.cmd : null,
       User: image.user,
-      Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+      Env: image.env.some((v) => v.startsWith("PATH=")) ? image.env : [`PATH=${DEFAULT_PATH}`, ...image.env],
       WorkingDir: "/",
       ExposedPorts: Object.fromEntries(image.exposedPorts.map((port) => [`${port}/tcp`, {}])),
       Labels: { "org.opencontainers.image.vendor": "kubeloop test kit" },

@@ -1,0 +1,129 @@
+import { pollUntil } from "kubeloop/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { World } from "./world.ts";
+
+// Level 5 on real pods: the operator elects the primary. With synchronous replication, a writer
+// inserts rows one by one through the read-write Service and counts those acknowledged; the
+// primary's pod is deleted; the operator promotes the replica, the Services follow it, the old
+// primary comes back as a replica; every acknowledged row is on the new primary.
+
+const world = new World();
+const ns = "auto";
+
+beforeAll(async () => {
+  await world.start(2);
+  await world.startOperator();
+  await world.ok(["create", "namespace", ns]);
+});
+afterAll(() => world.stop());
+
+const status = (path: string) => world.ok(["-n", ns, "get", "sampledb", "ha", "-o", `jsonpath=${path}`]);
+
+describe("SampleDB level 5: the operator elects the primary", () => {
+  it("promotes the replica when the primary's pod is deleted, losing no acknowledged row", async () => {
+    await world.ok(
+      ["-n", ns, "apply", "-f", "-"],
+      `apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: ha }
+spec: { instances: 2, storage: 256Mi, image: ${world.postgres}, parameters: { synchronous_standby_names: "*" } }
+`,
+    );
+    await world.waitForPhase(ns, "ha", "Ready", 240_000);
+    const sync = await world.sqlPod(
+      ns,
+      "ha",
+      "sync",
+      // A commit returns once the standby has it: the table's creation proves a synchronous standby.
+      `for i in $(seq 60); do [ "$(psql -Atc "show synchronous_standby_names")" = "*" ] && { timeout 30 psql -qc "create table t (id serial primary key)" && echo ok; exit; }; sleep 1; done; exit 1`,
+    );
+    expect(sync.trim()).toBe("ok");
+
+    // The writer: a new connection per row (as a pooler would), each id printed once acknowledged.
+    await world.ok(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "writer", namespace: ns },
+        spec: {
+          restartPolicy: "Never",
+          securityContext: { runAsNonRoot: true, runAsUser: 65532 },
+          containers: [
+            {
+              name: "writer",
+              image: world.postgres,
+              command: [
+                "sh",
+                "-c",
+                'end=$(( $(date +%s) + 50 )); while [ "$(date +%s)" -lt "$end" ]; do id=$(PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "insert into t default values returning id" 2>/dev/null) && echo "$(date +%s) $id"; sleep 0.1; done',
+              ],
+              env: [
+                { name: "PGHOST", valueFrom: { configMapKeyRef: { name: "ha-connection", key: "host" } } },
+                { name: "PGDATABASE", value: "app" },
+                { name: "PGUSER", valueFrom: { secretKeyRef: { name: "ha-credentials", key: "username" } } },
+                {
+                  name: "PGPASSWORD",
+                  valueFrom: { secretKeyRef: { name: "ha-credentials", key: "password" } },
+                },
+              ],
+            },
+          ],
+        },
+      }),
+    );
+    await pollUntil(
+      async () => (await world.ok(["-n", ns, "logs", "writer"]).catch(() => "")).split("\n").length > 20,
+      { timeoutMs: 60_000, intervalMs: 500, message: "the writer to write" },
+    );
+    const deleted = Date.now() / 1000;
+    await world.ok(["-n", ns, "delete", "pod", "ha-0", "--wait=false"]);
+    await pollUntil(async () => (await status("{.status.primary}")) === "ha-1", {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      message: "the operator to name ha-1 the primary",
+    });
+    await pollUntil(
+      async () =>
+        (await world.ok(["-n", ns, "get", "pod", "writer", "-o", "jsonpath={.status.phase}"])) ===
+        "Succeeded",
+      { timeoutMs: 90_000, intervalMs: 1_000, message: "the writer to finish" },
+    );
+    const acknowledged = (await world.ok(["-n", ns, "logs", "writer"]))
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" ").map(Number) as [number, number]);
+    const after = acknowledged.filter(([at]) => at >= deleted);
+    expect(after.length, "rows acknowledged after the failover").toBeGreaterThan(0);
+    // The longest pause between two acknowledged rows around the deletion (1 s resolution).
+    const times = acknowledged.map(([at]) => at).filter((at) => at >= deleted - 2);
+    const pause = Math.max(...times.slice(1).map((at, i) => at - (times[i] ?? at)));
+    console.log(
+      `failover: longest pause in acknowledged writes ${pause} s (±1); rows acknowledged: ${acknowledged.length}`,
+    );
+    // The Services follow: writes go to ha-1, now out of recovery.
+    const onPrimary = await world.sqlPod(
+      ns,
+      "ha",
+      "check",
+      `psql -Atc "select pg_is_in_recovery(), count(*) from t" -c "select id from t order by id"`,
+    );
+    const [head = "", ...ids] = onPrimary.trim().split("\n");
+    expect(head.split("|")[0]).toBe("f");
+    const present = new Set(ids.map(Number));
+    const lost = acknowledged.filter(([, id]) => !present.has(id));
+    console.log(`rows lost: ${lost.length}`);
+    expect(lost).toEqual([]);
+    // The old primary rejoins as a replica.
+    await world.waitForPhase(ns, "ha", "Ready", 120_000);
+    expect(await world.ok(["-n", ns, "get", "sampledb", "ha"])).toMatch(/ha\s+Ready\s+ha-1\s+2\/2/);
+    const replica = await world.sqlPod(
+      ns,
+      "ha",
+      "replica",
+      `for i in $(seq 30); do out=$(psql -Atc "select pg_is_in_recovery()" 2>/dev/null) && [ "$out" = t ] && { echo "$out"; exit 0; }; sleep 1; done; exit 1`,
+      "readOnlyHost",
+    );
+    expect(replica.trim()).toBe("t");
+  });
+});

@@ -1,0 +1,177 @@
+import { Manager } from "kubeloop";
+import { ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
+import { sampleDBController } from "../src/controller.ts";
+import { SampleDB } from "../src/resources.ts";
+
+/**
+ * One test file's world: a plane of real nodes with the SampleDB CRD and the PostgreSQL image, and
+ * the operator running in this process. Everything is checked as a user would: kubectl, and SQL
+ * from pods.
+ */
+export class World {
+  plane!: ControlPlane;
+  /** The PostgreSQL image's name in the nodes. */
+  postgres!: string;
+  private manager: Manager | undefined;
+
+  async start(nodes = 2): Promise<this> {
+    this.plane = await new ControlPlane({ profile: "node", nodes }).start();
+    this.postgres = await this.plane.loadBaseImage("postgres");
+    await this.plane.installCrdObjects([SampleDB.crd()]);
+    return this;
+  }
+
+  async startOperator(): Promise<void> {
+    await this.stopOperator();
+    process.env.LOG_LEVEL ??= "warn";
+    const manager = new Manager({
+      kubeconfig: this.plane.kubeconfigPath,
+      metrics: false,
+      probes: false,
+      handleSignals: false,
+      gracefulShutdownMs: 2_000,
+    });
+    manager.add(sampleDBController);
+    const running = manager.start();
+    await Promise.race([manager.ready, running]);
+    this.manager = manager;
+  }
+
+  async stopOperator(): Promise<void> {
+    const manager = this.manager;
+    this.manager = undefined;
+    await manager?.stop();
+  }
+
+  async stop(): Promise<void> {
+    await this.stopOperator().catch(() => {});
+    await this.plane?.stop();
+  }
+
+  /** kubectl that must succeed; returns stdout. */
+  async ok(args: string[], input?: string): Promise<string> {
+    const result = await kubectl(args, {
+      kubeconfig: this.plane.kubeconfigPath,
+      ...(input ? { input } : {}),
+    });
+    if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed: ${result.stderr}`);
+    return result.stdout;
+  }
+
+  /** Waits until the SampleDB's phase is `phase`; returns the seconds it took. */
+  async waitForPhase(namespace: string, name: string, phase: string, timeoutMs = 180_000): Promise<number> {
+    const started = Date.now();
+    let last = "";
+    await pollUntil(
+      async () => {
+        last = await this.ok(["-n", namespace, "get", "sampledb", name, "-o", "wide"]);
+        return new RegExp(`^${name}\\s+${phase}\\s`, "m").test(last);
+      },
+      { timeoutMs, intervalMs: 500, message: `SampleDB ${namespace}/${name} to be ${phase}` },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; kubectl get sampledb -o wide said:\n${last}`);
+    });
+    return (Date.now() - started) / 1000;
+  }
+
+  /** Waits until `jsonpath` of the SampleDB satisfies `check`; returns the value. */
+  async waitFor(
+    namespace: string,
+    name: string,
+    jsonpath: string,
+    check: (value: string) => boolean,
+    what: string,
+    timeoutMs = 120_000,
+  ): Promise<string> {
+    let value = "";
+    await pollUntil(
+      async () => {
+        value = await this.ok(["-n", namespace, "get", "sampledb", name, "-o", `jsonpath=${jsonpath}`]);
+        return check(value);
+      },
+      { timeoutMs, intervalMs: 500, message: what },
+    );
+    return value;
+  }
+
+  /**
+   * Runs `script` (sh) in a pod of the PostgreSQL image with the SampleDB's connection as libpq's
+   * environment (PGHOST etc. from its ConfigMap, PGUSER/PGPASSWORD from its Secret), as an
+   * application would; returns its output, or throws with it when it fails.
+   */
+  async sqlPod(
+    namespace: string,
+    db: string,
+    podName: string,
+    script: string,
+    host = "host",
+  ): Promise<string> {
+    return this.runPod(namespace, podName, script, { db, host });
+  }
+
+  /** The backup files in a SampleDB's backup volume, oldest first. */
+  async backupFiles(namespace: string, db: string, podName: string): Promise<string[]> {
+    const out = await this.runPod(namespace, podName, "ls -1 /backups", { backups: `${db}-backups` });
+    return out
+      .split("\n")
+      .filter((file) => file.endsWith(".dump"))
+      .sort();
+  }
+
+  private async runPod(
+    namespace: string,
+    podName: string,
+    script: string,
+    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+  ): Promise<string> {
+    const fromConfig = (env: string, key: string) => ({
+      name: env,
+      valueFrom: { configMapKeyRef: { name: `${db ?? ""}-connection`, key } },
+    });
+    const fromSecret = (env: string, key: string) => ({
+      name: env,
+      valueFrom: { secretKeyRef: { name: `${db ?? ""}-credentials`, key } },
+    });
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: podName, namespace },
+      spec: {
+        restartPolicy: "Never",
+        securityContext: { runAsNonRoot: true, runAsUser: 65532 },
+        containers: [
+          {
+            name: "app",
+            image: this.postgres,
+            command: ["sh", "-c", script],
+            env: db
+              ? [
+                  fromConfig("PGHOST", host),
+                  fromConfig("PGPORT", "port"),
+                  fromConfig("PGDATABASE", "database"),
+                  fromSecret("PGUSER", "username"),
+                  fromSecret("PGPASSWORD", "password"),
+                ]
+              : [],
+            volumeMounts: backups ? [{ name: "backups", mountPath: "/backups", readOnly: true }] : [],
+          },
+        ],
+        volumes: backups
+          ? [{ name: "backups", persistentVolumeClaim: { claimName: backups, readOnly: true } }]
+          : [],
+      },
+    };
+    await this.ok(["apply", "-f", "-"], JSON.stringify(pod));
+    let phase = "";
+    await pollUntil(
+      async () => {
+        phase = await this.ok(["-n", namespace, "get", "pod", podName, "-o", "jsonpath={.status.phase}"]);
+        return phase === "Succeeded" || phase === "Failed";
+      },
+      { timeoutMs: 90_000, intervalMs: 500, message: `pod ${podName} to finish` },
+    );
+    const logs = await this.ok(["-n", namespace, "logs", podName]);
+    if (phase !== "Succeeded") throw new Error(`pod ${podName} failed:\n${logs}`);
+    return logs;
+  }
+}
