@@ -48,9 +48,10 @@ spec: { containers: [{ name: main, image: ${tools}, command: [sleep, "3600"] }] 
   const byKind = {};
   for (const { pid, command } of planeProcesses(plane.dir)) {
     const name = command.split("/").pop();
-    const kind = /kubelet|kube-proxy|containerd|coredns|registry|etcd|kube-apiserver|kube-controller|kube-scheduler/.exec(
-      name === "nsenter" ? readFileSync(`/proc/${pid}/cmdline`, "utf8") : name,
-    )?.[0] ?? name;
+    const kind =
+      /kubelet|kube-proxy|containerd|coredns|registry|etcd|kube-apiserver|kube-controller|kube-scheduler/.exec(
+        name === "nsenter" ? readFileSync(`/proc/${pid}/cmdline`, "utf8") : name,
+      )?.[0] ?? name;
     byKind[kind] = (byKind[kind] ?? 0) + (procStats(pid)?.rss ?? 0) / MiB;
   }
   results.push({ start, load, running, byKind });
@@ -72,12 +73,17 @@ const summary = {
   runs,
   startSeconds: { median: median(results.map((r) => r.start)), all: results.map((r) => +r.start.toFixed(2)) },
   loadImageSeconds: median(results.map((r) => r.load)),
-  createToRunningSeconds: { median: median(results.map((r) => r.running)), all: results.map((r) => +r.running.toFixed(2)) },
+  createToRunningSeconds: {
+    median: median(results.map((r) => r.running)),
+    all: results.map((r) => +r.running.toFixed(2)),
+  },
   nodeStackRssMiB: median(stackMiB),
   rssMiBByProcessKind: Object.fromEntries(
-    Object.keys(results[0]?.byKind ?? {}).map((kind) => [kind, +median(results.map((r) => r.byKind[kind] ?? 0)).toFixed(1)]),
+    Object.keys(results[0]?.byKind ?? {}).map((kind) => [
+      kind,
+      +median(results.map((r) => r.byKind[kind] ?? 0)).toFixed(1),
+    ]),
   ),
   buildSeconds: builds,
 };
 console.log(JSON.stringify(summary, null, 2));
-
