@@ -7,9 +7,13 @@
 //
 // Run: npm run chaos [-- --widgets 1000 --repetitions 5 --rate 5 --gap 20 --scenarios "half-open stall,leader killed"]
 // Results: a Markdown table on stdout, and bench/chaos/results.json (or --out).
+// Real pods (root; the `node` profile): npm run chaos -- --real-pods [--nginxes 20 --repetitions 5
+// --settings 3,10,adaptive:3-10]: seed 003's pod-delete and node-stop on the nginx operator's
+// workload, per worker setting (real-pods.mjs); results in bench/chaos/results-real-pods.json.
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { startEnvironment } from "./harness.mjs";
+import { reportRealPods, runRealPods } from "./real-pods.mjs";
 import { median, runScenario, SCENARIOS } from "./scenarios.mjs";
 
 /** Runs the suite; resolves with one result per scenario (see the table in `report`). */
@@ -125,9 +129,27 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       replicas: { type: "string", default: "2" },
       // One replica without leader election: dead connections found by the watches alone.
       "no-leader-election": { type: "boolean", default: false },
-      out: { type: "string", default: new URL("./results.json", import.meta.url).pathname },
+      out: { type: "string" },
+      "real-pods": { type: "boolean", default: false },
+      nginxes: { type: "string", default: "20" },
+      settings: { type: "string", default: "3,10,adaptive:3-10" },
     },
   });
+  const log = (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  if (values["real-pods"]) {
+    const options = {
+      nginxes: Number(values.nginxes),
+      repetitions: Number(values.repetitions),
+      settings: values.settings.split(",").map((s) => s.trim()),
+    };
+    const results = await runRealPods({ ...options, log });
+    writeFileSync(
+      values.out ?? new URL("./results-real-pods.json", import.meta.url).pathname,
+      `${JSON.stringify({ at: new Date().toISOString(), ...options, results }, null, 2)}\n`,
+    );
+    console.log(`\n${reportRealPods(results, options)}`);
+    process.exit(results.some((r) => r.lostUpdates > 0) ? 1 : 0);
+  }
   const options = {
     widgets: Number(values.widgets),
     repetitions: Number(values.repetitions),
@@ -136,11 +158,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     gapMs: Number(values.gap) * 1000,
     replicas: values["no-leader-election"] ? 1 : Number(values.replicas),
     leaderElection: !values["no-leader-election"],
-    log: (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`),
+    log,
   };
   const results = await runChaos(options);
   writeFileSync(
-    values.out,
+    values.out ?? new URL("./results.json", import.meta.url).pathname,
     `${JSON.stringify({ at: new Date().toISOString(), ...options, log: undefined, results }, null, 2)}\n`,
   );
   console.log(`\n${report(results, options)}`);

@@ -11,6 +11,7 @@
 //   ENABLE_WEBHOOKS=false           run without the webhook server (it needs a serving certificate:
 //                                   WEBHOOK_CERT_DIR with tls.crt/tls.key, on WEBHOOK_PORT, default 9443)
 //   ALLOWED_REGISTRIES              the registries images may come from (see webhooks.ts)
+//   WORKERS=<n> | adaptive:<min>-<max>  reconcile workers, fixed or following the load (nginx.ts)
 //   WATCH_NAMESPACE=a,b             watch (and need Roles in) these namespaces only; unset: all
 //                                   (the Manager reads it; `kubeloop generate --namespaces a,b`
 //                                   writes the Roles, RoleBindings and this variable)

@@ -36,6 +36,24 @@ export {
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./assets/index.js";
 export {
+  ChaosError,
+  type ChaosPlane,
+  type ContainerKillFault,
+  type CutDirection,
+  cutNetwork,
+  deletePod,
+  type Fault,
+  type FaultKind,
+  fillVolume,
+  killContainer,
+  type PodDeleteFault,
+  type PodTarget,
+  type Recovery,
+  type RecoveryOptions,
+  stopNode,
+  type VolumeFillFault,
+} from "./chaos/index.js";
+export {
   type AuditRecord,
   type BaseImageName,
   type ComponentInfo,

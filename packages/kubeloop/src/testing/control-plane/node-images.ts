@@ -11,7 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { ControlPlaneError } from "../errors.js";
 
 /**
@@ -213,20 +213,36 @@ function normalizeName(name: string): string {
 
 /** The pause image, from the binary built with the node stack (see assets/build.ts). */
 export function pauseImage(pauseBinary: string, ref: string, cacheDir: string): string {
-  const key = createHash("sha256").update(readFileSync(pauseBinary)).update(ref).digest("hex").slice(0, 12);
-  const path = join(cacheDir, "images", `pause-${key}.tar`);
+  return singleBinaryImage(pauseBinary, { ref, user: "65535:65535", cacheDir });
+}
+
+/**
+ * A one-layer image (docker-archive, made once into `<cacheDir>/images/`) holding a static binary
+ * at `/<its name>` as the entrypoint, run as `user`: what a Go server such as metrics-server needs.
+ * Returns the archive's path, for `plane.loadImage`.
+ */
+export function singleBinaryImage(
+  binary: string,
+  image: { ref: string; user: string; cacheDir: string },
+): string {
+  const name = basename(binary);
+  const key = createHash("sha256").update(readFileSync(binary)).update(image.ref).update(image.user);
+  const path = join(image.cacheDir, "images", `${name}-${key.digest("hex").slice(0, 12)}.tar`);
   if (existsSync(path)) return path;
-  const work = join(cacheDir, "images", `.build-pause-${process.pid}`);
+  const work = join(image.cacheDir, "images", `.build-${name}-${process.pid}`);
   const rootfs = join(work, "rootfs");
   mkdirSync(rootfs, { recursive: true });
   try {
-    copyFileSync(pauseBinary, join(rootfs, "pause"));
-    chmodSync(join(rootfs, "pause"), 0o755);
+    copyFileSync(binary, join(rootfs, name));
+    chmodSync(join(rootfs, name), 0o755);
+    // Go servers write certificates and caches under /tmp.
+    mkdirSync(join(rootfs, "tmp"));
+    chmodSync(join(rootfs, "tmp"), 0o1777);
     writeDockerArchive(work, rootfs, path, {
-      ref,
-      entrypoint: ["/pause"],
+      ref: image.ref,
+      entrypoint: [`/${name}`],
       cmd: [],
-      user: "65535:65535",
+      user: image.user,
       exposedPorts: [],
       env: [],
     });
