@@ -1,5 +1,5 @@
 import type { ReconcileContext } from "kubeloop";
-import { type core, Pod } from "kubeloop/k8s";
+import { type batch, type core, Pod } from "kubeloop/k8s";
 import { names, oneShotJob, ROLE, type SampleDBObject } from "./objects.ts";
 
 // PostgreSQL has no election of its own: the operator picks the primary (the seed's "pick a
@@ -27,7 +27,7 @@ export function candidate(pods: core.Pod[], primary: string): string | undefined
 }
 
 /** Promotes `primary` (idempotent: only a server still in recovery is promoted). */
-export function promoteJob(db: SampleDBObject, primary: string, promotedAt: string) {
+export function promoteJob(db: SampleDBObject, primary: string, promotedAt: string): batch.Job {
   const host = `${primary}.${names(db).pods}`;
   const query = (sql: string) => `psql -h ${host} -U postgres -d postgres -Atc "${sql}"`;
   return oneShotJob(db, {

@@ -1,4 +1,7 @@
-import type { Job } from "kubernetes-types/batch/v1.js";
+import type { batch } from "../k8s/index.js";
+
+type Job = batch.Job;
+
 import { describe, expect, it } from "vitest";
 import { finishedJobsToPrune, jobStatus } from "./jobs.js";
 

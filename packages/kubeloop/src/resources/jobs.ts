@@ -1,4 +1,6 @@
-import type { Job } from "kubernetes-types/batch/v1.js";
+import type { batch } from "../k8s/index.js";
+
+type Job = batch.Job;
 
 /**
  * Where a Job stands, for operators that run one-shot work (an initialisation, a backup, a
