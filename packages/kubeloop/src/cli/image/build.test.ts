@@ -230,6 +230,6 @@ describe("kubeloop build, the command", () => {
   it("says where the image should go when told nowhere", () => {
     const run = spawnSync(process.execPath, [cli, "build", NGINX], { encoding: "utf8" });
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain("say where the image goes: --tarball FILE or --push REF");
+    expect(run.stderr).toContain("say where the image goes: --tarball FILE, --push REF or --load");
   });
 });
