@@ -211,11 +211,12 @@ export class ControlPlane {
   async start(): Promise<this> {
     if (this.startCalled) throw new ControlPlaneError("This control plane was already started");
     this.startCalled = true;
+    // Before anything is built or made: a machine that cannot run real nodes is told so at once.
+    if (this.profile === "node") checkRealNodeHost(this.options.dir);
     const assets = await ensureAssets(this.neededBinaries(), {
       ...this.options.assets,
       kubernetesVersion: this.kubernetesVersion,
     });
-    if (this.profile === "node") checkRealNodeHost(this.options.dir);
     const started = this.prepare();
     try {
       if (this.profile === "node") this.makeNetwork(started);
