@@ -124,13 +124,16 @@ describe("the nginx operator installed by helm, as pods", () => {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     })();
-    // When a pod of the new image first leads.
+    // When a pod of the new image first leads (the Lease may pass through the other old pod first,
+    // when the rollout replaces the leader before it).
     let newLeader = "";
     const led = (async () => {
       await c.wait(
         async () => {
           newLeader = await c.leader();
-          return newLeader !== "" && newLeader !== first;
+          if (newLeader === "" || newLeader === first) return false;
+          const image = await c.jsonpath(["-n", NS, "get", "pod", newLeader], "{.spec.containers[0].image}");
+          return image === `${REPOSITORY}:2`;
         },
         120_000,
         "a pod of the new image to lead",
