@@ -24,6 +24,11 @@ let toolsImage: string;
 const k = (args: string[], input?: string) =>
   kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
 
+/** A jsonpath over the sample Nginx's pods. */
+const webPods = async (path: string) =>
+  (await k(["-n", "site", "get", "pods", "-l", "app.kubernetes.io/instance=web", "-o", `jsonpath=${path}`]))
+    .stdout;
+
 beforeAll(async () => {
   serving = await localWebhookServing();
   plane = await new ControlPlane({ profile: "node", nodes: 2 }).start();
@@ -82,17 +87,10 @@ spec: { replicas: 2, image: ${nginxImage} }
       { timeoutMs: 120_000, intervalMs: 500, message: "the Nginx to be Ready on real pods" },
     );
     // Both pods run on real nodes, Ready because nginx answered their HTTP readiness probes.
-    const pods = await k([
-      "-n",
-      "site",
-      "get",
-      "pods",
-      "-l",
-      "app.kubernetes.io/instance=web",
-      "-o",
-      'jsonpath={range .items[*]}{.spec.nodeName} {.status.containerStatuses[0].ready} {.status.podIP}{"\\n"}{end}',
-    ]);
-    const lines = pods.stdout.trim().split("\n");
+    const pods = await webPods(
+      '{range .items[*]}{.spec.nodeName} {.status.containerStatuses[0].ready} {.status.podIP}{"\\n"}{end}',
+    );
+    const lines = pods.trim().split("\n");
     expect(lines).toHaveLength(2);
     for (const line of lines) expect(line).toMatch(/^node-[01] true 10\.\d+\.\d+\.\d+$/);
     // Another pod reaches them through the operator's Service, by its DNS name.
@@ -116,18 +114,7 @@ spec: { replicas: 2, image: ${nginxImage} }
   });
 
   it("replaces a pod deleted under it, and reports the new one", async () => {
-    const before = (
-      await k([
-        "-n",
-        "site",
-        "get",
-        "pods",
-        "-l",
-        "app.kubernetes.io/instance=web",
-        "-o",
-        "jsonpath={.items[0].metadata.name}",
-      ])
-    ).stdout;
+    const before = await webPods("{.items[0].metadata.name}");
     expect((await k(["-n", "site", "delete", "pod", before, "--wait=true"])).code).toBe(0);
     await until(
       async () => {

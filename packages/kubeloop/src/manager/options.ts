@@ -144,8 +144,7 @@ export interface MetricsServing {
  * ```ts
  * import { Manager, optionsFromEnv } from "kubeloop/manager";
  *
- * const options = optionsFromEnv();
- * console.log(options.namespaces ?? "all namespaces");
+ * const options = optionsFromEnv(); // WATCH_NAMESPACE, LEADER_ELECT, METRICS_* … as operator-sdk names them
  * await new Manager({ ...options, leaderElection: { id: "nginx-operator" } }).start();
  * ```
  */
