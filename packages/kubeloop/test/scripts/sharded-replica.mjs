@@ -2,7 +2,7 @@
 // in $NAMESPACE and records every reconcile in a journal shared by all replicas (one line per
 // start and end, appended: the file's order is the order the writes happened), and writes its
 // cache size to $STATUS_DIR/<id>.json twice a second.
-import { appendFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, renameSync, writeFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { controller, done, Manager } from "../../dist/index.js";
@@ -55,8 +55,9 @@ const report = () => {
     labelSelector: manager.sharding.member.labelSelector,
   }).informer;
   const memory = process.memoryUsage();
+  // Written aside and renamed: the test never reads a half-written file.
   writeFileSync(
-    `${status}/${id}.json`,
+    `${status}/${id}.json.tmp`,
     JSON.stringify({
       id,
       cache: informer.size,
@@ -66,6 +67,7 @@ const report = () => {
       loopMaxMs: Math.round(loop.max / 1e6),
     }),
   );
+  renameSync(`${status}/${id}.json.tmp`, `${status}/${id}.json`);
 };
 const timer = status ? setInterval(report, 500) : undefined;
 if (status) report();

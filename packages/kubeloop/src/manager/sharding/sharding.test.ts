@@ -139,11 +139,7 @@ function audit(): Audit {
 function statusOf(id: string): { cache: number; sharder: boolean } | undefined {
   const file = join(dir, `${id}.json`);
   if (!existsSync(file)) return undefined;
-  try {
-    return JSON.parse(readFileSync(file, "utf8"));
-  } catch {
-    return undefined; // caught mid-write
-  }
+  return JSON.parse(readFileSync(file, "utf8")); // the replica renames it into place whole
 }
 
 /**
