@@ -1,6 +1,6 @@
 // The machine's programs some tasks need beside Node and the Kubernetes binaries, installed from
 // Debian's packages when missing (as bootstrap.mjs does for the workspace):
-//   - PostgreSQL's server and clients (the sampledb example's tests and demo): npm's builds of
+//   - PostgreSQL's server and clients (the pgdatabase example's tests and demo): npm's builds of
 //     PostgreSQL ship the server alone, and the operator backs up with pg_dump and pg_restore of
 //     the server's own major version, which Debian ships beside it (postgresql, postgresql-client);
 //   - promtool (Prometheus' rule tester) and the Prometheus server, Debian's `prometheus` package,
@@ -64,8 +64,8 @@ const NEEDS = {
 /** The needs of each README task. */
 export const TASK_NEEDS = {
   test: ["postgres", "promtool", "chromium", "nodeStack"],
-  "demo:sampledb": ["postgres"],
-  "bench:sampledb": ["postgres"],
+  "demo:pgdatabase": ["postgres"],
+  "bench:pgdatabase": ["postgres"],
 };
 
 function onPath(binary) {

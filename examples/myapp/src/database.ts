@@ -3,19 +3,19 @@ import { NotFound, UnknownKind } from "kubeloop/client";
 import type { AppView, Dependencies } from "./app.ts";
 
 /**
- * Composition across operators: with `spec.database.enabled`, a MyApp owns a SampleDB (the SampleDB
+ * Composition across operators: with `spec.database.enabled`, a MyApp owns a PgDatabase (the PgDatabase
  * operator's resource, `db.example.com/v1alpha1`), waits until it is Ready, and wires the
- * credentials Secret the SampleDB operator writes into its pods (`DATABASE_URL` from its `uri` key).
- * Deleting the MyApp deletes the SampleDB (owner reference), and the SampleDB operator applies its
+ * credentials Secret the PgDatabase operator writes into its pods (`DATABASE_URL` from its `uri` key).
+ * Deleting the MyApp deletes the PgDatabase (owner reference), and the PgDatabase operator applies its
  * `deletionPolicy` (default: a final snapshot, then drop).
  *
- * MyApp depends on SampleDB's API, not its code: the few fields it reads are typed here. It reads
- * SampleDBs rather than watching them, because a watch of a kind whose CRD is not installed would
+ * MyApp depends on PgDatabase's API, not its code: the few fields it reads are typed here. It reads
+ * PgDatabases rather than watching them, because a watch of a kind whose CRD is not installed would
  * keep the manager's caches from syncing (every MyApp, with a database or not, would stall): a
  * missing CRD is instead a `DatabaseReady=False` condition naming it, looked at again every minute.
  */
 
-interface SampleDBObject extends KubeObject {
+interface PgDatabaseObject extends KubeObject {
   spec: { server: { secretName: string }; [field: string]: unknown };
   status?: {
     phase?: string;
@@ -24,11 +24,11 @@ interface SampleDBObject extends KubeObject {
   };
 }
 
-export const SampleDB = resourceType<SampleDBObject>("db.example.com/v1alpha1", "SampleDB", {
-  plural: "sampledbs",
+export const PgDatabase = resourceType<PgDatabaseObject>("db.example.com/v1alpha1", "PgDatabase", {
+  plural: "pgdatabases",
   namespaced: true,
 });
-export const SAMPLEDB_CRD = "sampledbs.db.example.com";
+export const PGDATABASE_CRD = "pgdatabases.db.example.com";
 
 /** While the database comes up, look again this often (its status is read, not watched). */
 const DATABASE_POLL = "3s";
@@ -41,7 +41,7 @@ export type DatabaseState =
 
 export const databaseName = (app: AppView) => `${app.metadata?.name ?? ""}-db`;
 
-/** Ensures the app's SampleDB and reports whether it is usable, with the env that wires it. */
+/** Ensures the app's PgDatabase and reports whether it is usable, with the env that wires it. */
 export async function ensureDatabase<T extends KubeObject>(
   app: AppView,
   ctx: ReconcileContext<T>,
@@ -52,25 +52,25 @@ export async function ensureDatabase<T extends KubeObject>(
       ready: false,
       reason: "DatabaseServerMissing",
       message:
-        "spec.database.serverSecret must name the SampleDB server Secret (host, port, username, password)",
+        "spec.database.serverSecret must name the PgDatabase server Secret (host, port, username, password)",
       retryAfter: CRD_POLL,
     };
   try {
-    await ctx.client.resolve(SampleDB);
+    await ctx.client.resolve(PgDatabase);
   } catch (error) {
     if (!(error instanceof UnknownKind)) throw error;
     return {
       ready: false,
-      reason: "SampleDBNotInstalled",
-      message: `spec.database.enabled needs the SampleDB operator, but its CRD (${SAMPLEDB_CRD}) is not installed: install it, or set spec.database.enabled to false`,
+      reason: "PgDatabaseNotInstalled",
+      message: `spec.database.enabled needs the PgDatabase operator, but its CRD (${PGDATABASE_CRD}) is not installed: install it, or set spec.database.enabled to false`,
       retryAfter: CRD_POLL,
     };
   }
   const name = databaseName(app);
-  // The operator's own fields only: what the SampleDB operator defaults stays its own.
+  // The operator's own fields only: what the PgDatabase operator defaults stays its own.
   await ctx.apply({
-    apiVersion: SampleDB.apiVersion,
-    kind: SampleDB.kind,
+    apiVersion: PgDatabase.apiVersion,
+    kind: PgDatabase.kind,
     metadata: {
       name,
       namespace: app.metadata?.namespace ?? "",
@@ -78,15 +78,15 @@ export async function ensureDatabase<T extends KubeObject>(
     },
     spec: { server: { secretName: database.serverSecret } },
   });
-  let db: SampleDBObject;
+  let db: PgDatabaseObject;
   try {
-    db = await ctx.client.get(SampleDB, name, { namespace: app.metadata?.namespace ?? "" });
+    db = await ctx.client.get(PgDatabase, name, { namespace: app.metadata?.namespace ?? "" });
   } catch (error) {
     if (!(error instanceof NotFound)) throw error;
     return {
       ready: false,
       reason: "DatabaseCreating",
-      message: `SampleDB ${name} is being created`,
+      message: `PgDatabase ${name} is being created`,
       retryAfter: DATABASE_POLL,
     };
   }
@@ -95,7 +95,7 @@ export async function ensureDatabase<T extends KubeObject>(
     return {
       ready: false,
       reason: "DatabaseNotReady",
-      message: `SampleDB ${name} is not ready${ready?.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}`,
+      message: `PgDatabase ${name} is not ready${ready?.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}`,
       retryAfter: DATABASE_POLL,
     };
   return {

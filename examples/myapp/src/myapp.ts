@@ -13,21 +13,21 @@ const DATABASE_RECHECK = "1m";
  * MyApp (release 2, `v1`) → a Deployment and a Service it owns, rolled out with automatic rollback
  * to the last healthy version (app.ts). The Deployment's own updates (observedGeneration, its
  * Progressing condition, available replicas) wake the reconcile: that is the rollout signal. With
- * `spec.database.enabled`, a SampleDB it owns comes first (database.ts): the pods get its
+ * `spec.database.enabled`, a PgDatabase it owns comes first (database.ts): the pods get its
  * credentials, and the app is Ready only when both are.
  */
 export const myAppController = controller(MyApp)
   .named(OPERATOR_NAME)
   .owns(Deployment)
   .owns(Service)
-  // SampleDBs are read and created by name, not watched (database.ts says why).
+  // PgDatabases are read and created by name, not watched (database.ts says why).
   .permits({
     apiGroups: ["db.example.com"],
-    resources: ["sampledbs"],
+    resources: ["pgdatabases"],
     verbs: ["get", "create", "update", "patch", "delete"],
   })
   .reconcile(async (app, ctx) => {
-    if (ctx.deleted) return done(); // the Deployment, Service and SampleDB go with it (garbage collection)
+    if (ctx.deleted) return done(); // the Deployment, Service and PgDatabase go with it (garbage collection)
     if (!app.spec.database?.enabled) return reconcileApp(app, ctx);
     const database = await ensureDatabase(app, ctx);
     if (!database.ready) {
@@ -45,7 +45,7 @@ export const myAppController = controller(MyApp)
           type: "DatabaseReady",
           status: true,
           reason: "Ready",
-          message: "SampleDB is ready; DATABASE_URL wired",
+          message: "PgDatabase is ready; DATABASE_URL wired",
         },
       ],
     });

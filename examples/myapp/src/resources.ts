@@ -21,7 +21,7 @@ const image = Type.String({
 
 const database = Type.Object(
   {
-    enabled: Type.Boolean({ default: false, description: "Give the app a SampleDB database." }),
+    enabled: Type.Boolean({ default: false, description: "Give the app a PgDatabase database." }),
     storage: Type.String({
       pattern: "^[0-9]+(Mi|Gi|Ti)$",
       default: "1Gi",
@@ -30,11 +30,11 @@ const database = Type.Object(
     serverSecret: Type.Optional(
       Type.String({
         minLength: 1,
-        description: "The SampleDB server Secret (host, port, username, password) in the app's namespace.",
+        description: "The PgDatabase server Secret (host, port, username, password) in the app's namespace.",
       }),
     ),
   },
-  { description: "The app's database, a SampleDB owned by the MyApp." },
+  { description: "The app's database, a PgDatabase owned by the MyApp." },
 );
 
 const rollout = Type.Object(

@@ -18,7 +18,7 @@ import { type Operator, root, startOperator, until } from "./operator.ts";
 
 // End to end, as a user would: the operator runs as its own process against a simulated cluster
 // whose pods with an image tag containing "broken" never become ready, beside a real PostgreSQL
-// for SampleDB, and everything is checked through kubectl (and SQL for the database).
+// for PgDatabase, and everything is checked through kubectl (and SQL for the database).
 
 let plane: ControlPlane;
 let postgres: PostgresServer;
@@ -44,8 +44,8 @@ const history = async () =>
     message?: string;
   }[];
 
-// With a database: MyApp's operator and SampleDB's operator run as their own processes against the
-// same cluster and a real PostgreSQL; MyApp asks for a database through SampleDB's API only.
+// With a database: MyApp's operator and PgDatabase's operator run as their own processes against the
+// same cluster and a real PostgreSQL; MyApp asks for a database through PgDatabase's API only.
 const DB_NS = "db";
 const dbGet = async (args: string[], path: string) =>
   (await k(["-n", DB_NS, ...args, "-o", `jsonpath=${path}`])).stdout;
@@ -64,7 +64,7 @@ beforeAll(async () => {
     }).start(),
     new PostgresServer().start(),
   ]);
-  backupDir = mkdtempSync(join(tmpdir(), "myapp-sampledb-backups-"));
+  backupDir = mkdtempSync(join(tmpdir(), "myapp-pgdatabase-backups-"));
   await plane.installCrdObjects(
     serving.rewrite(
       readManifests([join(root, "config/crd/myapps.apps.example.com.yaml")]),
@@ -227,8 +227,8 @@ describe("MyApp rollouts", () => {
   });
 });
 
-describe("MyApp with a SampleDB database", () => {
-  it("says the SampleDB CRD is not installed in a condition, without failing reconciles or a Deployment", async () => {
+describe("MyApp with a PgDatabase database", () => {
+  it("says the PgDatabase CRD is not installed in a condition, without failing reconciles or a Deployment", async () => {
     const app = {
       apiVersion: "apps.example.com/v1",
       kind: "MyApp",
@@ -238,24 +238,24 @@ describe("MyApp with a SampleDB database", () => {
     const applied = await k(["apply", "-f", "-"], JSON.stringify(app));
     expect(applied.code, applied.stderr).toBe(0);
     await until(
-      async () => (await dbCondition("DatabaseReady", "reason")) === "SampleDBNotInstalled",
+      async () => (await dbCondition("DatabaseReady", "reason")) === "PgDatabaseNotInstalled",
       30_000,
       "DatabaseReady=False",
     );
     expect(await dbCondition("DatabaseReady")).toBe("False");
     expect(await dbCondition("DatabaseReady", "message")).toBe(
-      "spec.database.enabled needs the SampleDB operator, but its CRD (sampledbs.db.example.com) is not installed: install it, or set spec.database.enabled to false",
+      "spec.database.enabled needs the PgDatabase operator, but its CRD (pgdatabases.db.example.com) is not installed: install it, or set spec.database.enabled to false",
     );
-    expect(await dbCondition("Ready", "reason")).toBe("SampleDBNotInstalled");
+    expect(await dbCondition("Ready", "reason")).toBe("PgDatabaseNotInstalled");
     expect(await dbGet(["get", "myapp", "web"], "{.status.phase}")).toBe("Pending");
     expect((await k(["-n", DB_NS, "get", "deployment", "web"])).stderr).toContain("NotFound");
     expect(operator.process.exitCode).toBeNull();
     expect(operator.output()).not.toMatch(/reconcile failed/);
   });
 
-  it("owns a SampleDB, waits for it, wires its credentials Secret into the pods, and is Ready only when both are", async () => {
-    await plane.installCrdObjects(readCrds([join(root, "../sampledb/config/crd")]));
-    const sampledb = await startOperator("../sampledb/src/main.ts", {
+  it("owns a PgDatabase, waits for it, wires its credentials Secret into the pods, and is Ready only when both are", async () => {
+    await plane.installCrdObjects(readCrds([join(root, "../pgdatabase/config/crd")]));
+    const pgdatabase = await startOperator("../pgdatabase/src/main.ts", {
       KUBECONFIG: plane.kubeconfigPath,
       BACKUP_DIR: backupDir,
       PG_BIN: postgres.binDir,
@@ -267,7 +267,7 @@ describe("MyApp with a SampleDB database", () => {
       async () => {
         const [app, db] = await Promise.all([
           dbCondition("Ready"),
-          dbGet(["get", "sampledb", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
+          dbGet(["get", "pgdatabase", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
         ]);
         seen.push(`${app}/${db}`);
         return app === "True";
@@ -278,11 +278,11 @@ describe("MyApp with a SampleDB database", () => {
     // Never Ready before its database was.
     expect(seen.filter((s) => s.startsWith("True/") && s !== "True/True")).toEqual([]);
     expect(
-      await dbGet(["get", "sampledb", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
+      await dbGet(["get", "pgdatabase", "web-db"], '{.status.conditions[?(@.type=="Ready")].status}'),
     ).toBe("True");
     expect(
       await dbGet(
-        ["get", "sampledb", "web-db"],
+        ["get", "pgdatabase", "web-db"],
         "{.metadata.ownerReferences[0].kind} {.metadata.ownerReferences[0].controller}",
       ),
     ).toBe("MyApp true");
@@ -296,16 +296,16 @@ describe("MyApp with a SampleDB database", () => {
     expect(await dbCondition("DatabaseReady")).toBe("True");
     expect(await dbGet(["get", "myapp", "web"], "{.status.phase}")).toBe("Running");
     expect(operator.output()).not.toMatch(/reconcile failed/);
-    expect(sampledb.process.exitCode).toBeNull();
+    expect(pgdatabase.process.exitCode).toBeNull();
   }, 180_000); // two operators and PostgreSQL on a shared 2-core machine
 
-  it("deleting the MyApp deletes its SampleDB, and the SampleDB operator's deletion policy drops the database", async () => {
-    const databaseName = await dbGet(["get", "sampledb", "web-db"], "{.status.databaseName}");
+  it("deleting the MyApp deletes its PgDatabase, and the PgDatabase operator's deletion policy drops the database", async () => {
+    const databaseName = await dbGet(["get", "pgdatabase", "web-db"], "{.status.databaseName}");
     expect(await postgres.psql(`select count(*) from pg_database where datname = '${databaseName}'`)).toBe(
       "1",
     );
     expect((await k(["-n", DB_NS, "delete", "myapp", "web", "--wait=true"])).code).toBe(0);
-    const gone = await k(["-n", DB_NS, "wait", "--for=delete", "sampledb/web-db", "--timeout=90s"]);
+    const gone = await k(["-n", DB_NS, "wait", "--for=delete", "pgdatabase/web-db", "--timeout=90s"]);
     expect(gone.code, gone.stderr).toBe(0);
     expect(await postgres.psql(`select count(*) from pg_database where datname = '${databaseName}'`)).toBe(
       "0",

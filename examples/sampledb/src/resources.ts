@@ -1,195 +1,126 @@
-import type { ObjectOf } from "kubeloop";
 import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
 import Type from "typebox";
 
-/** PostgreSQL identifiers: letters, digits and `_`, starting with a letter or `_`, at most 63 bytes. */
-const IDENTIFIER = "^[a-z_][a-z0-9_]{0,62}$";
-const immutable = (what: string) => [{ rule: "self == oldSelf", message: `${what} is immutable` }];
+/** The PostgreSQL image made by kubeloop/testing from Debian 12's postgresql-15 (`loadBaseImage("postgres")`). */
+export const DEFAULT_IMAGE = "kubeloop.local/postgres:15";
 
-const serverRef = Type.Object(
+const spec = Type.Object(
   {
-    secretName: Type.String({
+    instances: Type.Integer({
+      minimum: 1,
+      maximum: 5,
+      default: 1,
+      description: "PostgreSQL instances: one primary and instances - 1 streaming replicas.",
+    }),
+    image: Type.String({
+      default: DEFAULT_IMAGE,
       minLength: 1,
       description:
-        "A Secret in the SampleDB's namespace with the server's address and an admin role: keys host, port, username, password.",
+        "The PostgreSQL image: initdb, postgres, pg_basebackup, pg_isready, psql and sh on PATH, run as a non-root user.",
     }),
-  },
-  { description: "The PostgreSQL server the database lives on." },
-);
-
-const backupSpec = Type.Object(
-  {
-    schedule: Type.Optional(
-      Type.String({
-        minLength: 9,
-        description: 'When to back up, in 5-field cron (UTC), e.g. "0 3 * * *" for 03:00 every day.',
-      }),
-    ),
-    keep: Type.Integer({
-      minimum: 1,
-      maximum: 1000,
-      default: 7,
-      description: "How many scheduled backups to keep; older ones are deleted (with their files).",
+    storage: Type.String({
+      default: "1Gi",
+      pattern: "^[0-9]+(Ki|Mi|Gi|Ti)$",
+      description: "The size of each instance's data volume (a PersistentVolumeClaim).",
     }),
-    verifySchedule: Type.Optional(
-      Type.String({
-        minLength: 9,
-        description:
-          "When to verify the latest backup by restoring it into a scratch database (5-field cron).",
-      }),
-    ),
-  },
-  { description: "Scheduled backups." },
-);
-
-const connectionLimitSpec = Type.Object(
-  {
-    min: Type.Integer({ minimum: 1, description: "The least the limit may be lowered to." }),
-    max: Type.Integer({ minimum: 1, description: "The most the limit may be raised to." }),
-    headroom: Type.Number({
-      minimum: 1,
-      maximum: 10,
-      default: 1.5,
-      description: "The limit is the observed peak of connections times this, within [min, max].",
+    database: Type.String({
+      default: "app",
+      pattern: "^[a-z_][a-z0-9_]{0,62}$",
+      description: "The application's database, owned by the application's role of the same name.",
     }),
-  },
-  { description: "Let the operator set the connection limit from the observed peak, within bounds." },
-);
-
-export const SampleDBSpec = Type.Object(
-  {
-    server: serverRef,
-    databaseName: Type.Optional(
-      Type.String({
-        pattern: IDENTIFIER,
-        description:
-          "The database's name on the server. Default: the object's name with '-' as '_'. Immutable.",
-        "x-kubernetes-validations": immutable("databaseName"),
-      }),
-    ),
-    owner: Type.Optional(
-      Type.String({
-        pattern: IDENTIFIER,
-        description: "The role that owns the database; the app logs in as it. Default: <databaseName>_owner.",
-      }),
-    ),
-    extensions: Type.Optional(
-      Type.Array(Type.String({ pattern: IDENTIFIER }), {
-        description: "Extensions to create in the database (e.g. pgcrypto, hstore).",
-        "x-kubernetes-list-type": "set",
-      }),
-    ),
-    connectionLimit: Type.Integer({
-      minimum: -1,
-      default: -1,
-      description: "The most concurrent connections to the database; -1: no limit.",
+    extensions: Type.Array(Type.String({ pattern: "^[a-z_][a-z0-9_]{0,62}$" }), {
+      default: [],
+      description: "Extensions the initialisation Job creates in the database (e.g. pgcrypto).",
     }),
-    autoConnectionLimit: Type.Optional(connectionLimitSpec),
-    passwordRotation: Type.Optional(
-      Type.String({
-        description:
-          "Change this (e.g. to the current time) to rotate the owner's password: the role and the Secret are updated together.",
-      }),
-    ),
-    backup: Type.Optional(backupSpec),
-    restoreFrom: Type.Optional(
+    parameters: Type.Record(Type.String(), Type.String(), {
+      default: {},
+      description:
+        "PostgreSQL settings (postgresql.conf names). Those the server reads only at start (max_connections, shared_buffers, wal_level, ...) roll the instances, replicas first; the rest are applied with ALTER SYSTEM and a reload, without a restart. Names that are not setting names are ignored, with a Warning event.",
+    }),
+    backup: Type.Optional(
       Type.Object(
         {
-          backup: Type.String({ minLength: 1, description: "A completed SampleDBBackup in this namespace." }),
+          schedule: Type.String({
+            pattern: "^[0-9]+(s|m|h)$",
+            default: "24h",
+            description: "How often a backup Job runs (`30s`, `15m`, `24h`).",
+          }),
+          retention: Type.Integer({
+            minimum: 1,
+            default: 7,
+            description: "Backups kept; older ones are removed.",
+          }),
+          storage: Type.String({
+            default: "1Gi",
+            pattern: "^[0-9]+(Ki|Mi|Gi|Ti)$",
+            description: "The size of the backup volume (`<name>-backups`), which outlives the SampleDB.",
+          }),
         },
+        { description: "Scheduled backups: pg_dump of the database into the backup volume, by Jobs." },
+      ),
+    ),
+    restore: Type.Optional(
+      Type.Object(
         {
-          description: "Start the new database from a backup (only when it is created).",
-          "x-kubernetes-validations": immutable("restoreFrom"),
+          from: Type.String({
+            minLength: 1,
+            description: "The SampleDB (in this namespace) whose backups to use.",
+          }),
+          parameters: Type.Record(Type.String(), Type.String(), {
+            default: {},
+            description:
+              "PostgreSQL settings (postgresql.conf names). Those the server reads only at start (max_connections, shared_buffers, wal_level, ...) roll the instances, replicas first; the rest are applied with ALTER SYSTEM and a reload, without a restart. Names that are not setting names are ignored, with a Warning event.",
+          }),
+          backup: Type.Optional(
+            Type.String({
+              pattern: "^[0-9TZ]+[.]dump$",
+              description: "The backup file; default the latest.",
+            }),
+          ),
         },
+        { description: "Starts the database from a backup of another SampleDB, by the initialisation Job." },
       ),
     ),
     deletionPolicy: Type.Union([Type.Literal("Snapshot"), Type.Literal("Delete"), Type.Literal("Retain")], {
       default: "Snapshot",
       description:
-        "What deleting the SampleDB does: Snapshot takes a final backup, then drops the database; Delete drops it; Retain leaves it on the server.",
+        "On deletion: Snapshot takes a final backup, then removes the StatefulSet and the data volumes (backups stay); Delete removes everything, backups included; Retain removes the StatefulSet and keeps the volumes.",
     }),
   },
-  { description: "The database the operator keeps on the server, and how it is backed up and deleted." },
+  { description: "The desired database." },
 );
 
-const lastBackup = Type.Object(
-  {
-    name: Type.String({ description: "The SampleDBBackup." }),
-    completedAt: Type.String({ format: "date-time", description: "When its dump completed." }),
-    sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The dump file's size." })),
-    durationSeconds: Type.Optional(Type.Number({ description: "How long the dump took." })),
-  },
-  { description: "The latest completed backup: what a recovery restores from." },
-);
-
-export const SampleDBStatus = Type.Object(
+const status = Type.Object(
   {
     observedGeneration: Type.Optional(ObservedGeneration()),
     phase: Type.Optional(
-      Type.String({ description: "Pending, Creating, Restoring, Ready, Failed, Deleting, Recovering." }),
-    ),
-    databaseName: Type.Optional(Type.String({ description: "The database this object manages." })),
-    owner: Type.Optional(Type.String({ description: "The role that owns it." })),
-    credentialsSecret: Type.Optional(
-      Type.String({
-        description: "The Secret the app connects with (host, port, database, username, password, uri).",
-      }),
-    ),
-    created: Type.Optional(
-      Type.Boolean({
-        description:
-          "True once this object created the database (or its restore finished). Only then may deletion drop it.",
-      }),
-    ),
-    restore: Type.Optional(
-      Type.Object(
-        {
-          backup: Type.String({ description: "The SampleDBBackup being restored." }),
-          phase: Type.String({ description: "Running or Completed." }),
-          reason: Type.Optional(
-            Type.String({ description: "Requested (restoreFrom) or Recovery (dropped out of band)." }),
-          ),
-          startedAt: Type.Optional(
-            Type.String({ format: "date-time", description: "When the restore began." }),
-          ),
-        },
-        { description: "A restore in progress or done: a restarted operator resumes it from here." },
+      Type.Union(
+        [
+          Type.Literal("Creating"),
+          Type.Literal("Initializing"),
+          Type.Literal("Ready"),
+          Type.Literal("Degraded"),
+          Type.Literal("Deleting"),
+        ],
+        { description: "Where the database is in its life." },
       ),
     ),
-    passwordRotation: Type.Optional(Type.String({ description: "The last spec.passwordRotation applied." })),
-    sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The database's size on disk." })),
-    connections: Type.Optional(Type.Integer({ description: "Connections open at the last look." })),
-    peakConnections: Type.Optional(
-      Type.Integer({ description: "The most connections seen open in the current window (an hour)." }),
+    primary: Type.Optional(Type.String({ description: "The pod that takes writes." })),
+    promotedAt: Type.Optional(
+      Type.String({ description: "When the operator last named a new primary (RFC 3339)." }),
     ),
-    peakWindowStart: Type.Optional(
-      Type.String({ format: "date-time", description: "When that window began." }),
+    readyInstances: Type.Optional(Type.Integer({ description: "Instances running and ready." })),
+    ready: Type.Optional(Type.String({ description: "Ready instances of the desired ones, as `2/3`." })),
+    version: Type.Optional(Type.String({ description: "The PostgreSQL major version the data is in." })),
+    lastBackup: Type.Optional(Type.String({ description: "When the last backup completed (RFC 3339)." })),
+    parametersApplied: Type.Optional(
+      Type.String({ description: "The hash of the reloadable parameters the instances run with." }),
     ),
-    connectionLimit: Type.Optional(Type.Integer({ description: "The connection limit in force." })),
-    extensions: Type.Optional(Type.Array(Type.String(), { description: "Extensions installed." })),
-    lastBackup: Type.Optional(lastBackup),
-    lastScheduledBackup: Type.Optional(
-      Type.String({ format: "date-time", description: "The schedule slot of the last scheduled backup." }),
+    lastBackupFile: Type.Optional(
+      Type.String({ description: "The last backup's file in the backup volume." }),
     ),
-    lastVerification: Type.Optional(
-      Type.Object(
-        {
-          backup: Type.String({ description: "The SampleDBBackup restored into a scratch database." }),
-          slot: Type.String({ format: "date-time", description: "The verification schedule's slot." }),
-          result: Type.String({ description: "Passed or Failed." }),
-          message: Type.Optional(Type.String({ description: "Why it failed." })),
-        },
-        { description: "The latest scheduled verification of a backup." },
-      ),
-    ),
-    deletion: Type.Optional(
-      Type.Object(
-        {
-          step: Type.String({ description: "Snapshot, Drop or Done." }),
-          backup: Type.Optional(Type.String({ description: "The final backup (Snapshot policy)." })),
-        },
-        { description: "Where a deletion stands: a restarted operator goes on from this step." },
-      ),
+    initialized: Type.Optional(
+      Type.Boolean({ description: "The initialisation Job (role, database, extensions) completed." }),
     ),
     conditions: Type.Optional(Conditions()),
   },
@@ -197,82 +128,32 @@ export const SampleDBStatus = Type.Object(
 );
 
 /**
- * A database on a PostgreSQL server: the database, an owner role with a generated password, the
- * credentials Secret the app connects with, scheduled backups, restore, and a deletion policy.
+ * SampleDB, the operator of Kubernetes' documentation (seed 002): PostgreSQL in a StatefulSet whose
+ * volumes are PersistentVolumeClaims, a Job for its initial configuration, a Service apps find it by,
+ * and a Secret and a ConfigMap with the connection's credentials and details.
+ *
+ * @example
+ * ```yaml
+ * apiVersion: seed.example.com/v1
+ * kind: SampleDB
+ * metadata: { name: shop }
+ * spec: { instances: 3, storage: 1Gi, database: shop, extensions: [pgcrypto] }
+ * ```
  */
 export const SampleDB = defineResource({
-  group: "db.example.com",
-  version: "v1alpha1",
+  group: "seed.example.com",
+  version: "v1",
   kind: "SampleDB",
-  plural: "sampledbs",
   shortNames: ["sdb"],
   categories: ["all"],
-  description: "A database on a PostgreSQL server, with its owner role, credentials, backups and restore.",
-  spec: SampleDBSpec,
-  status: SampleDBStatus,
+  description: "A PostgreSQL database run in the cluster: a primary, streaming replicas, a Service.",
+  spec,
+  status,
   printerColumns: [
-    { name: "Database", type: "string", jsonPath: ".status.databaseName" },
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    { name: "Size", type: "integer", jsonPath: ".status.sizeBytes", priority: 1 },
-    { name: "Last Backup", type: "date", jsonPath: ".status.lastBackup.completedAt" },
+    { name: "Primary", type: "string", jsonPath: ".status.primary" },
+    { name: "Ready", type: "string", jsonPath: ".status.ready" },
+    { name: "Version", type: "string", jsonPath: ".status.version" },
+    { name: "Last Backup", type: "date", jsonPath: ".status.lastBackup", priority: 1 },
   ],
 });
-
-export const SampleDBBackupSpec = Type.Object(
-  {
-    database: Type.String({
-      minLength: 1,
-      description: "The SampleDB to back up (in this namespace).",
-      "x-kubernetes-validations": immutable("database"),
-    }),
-  },
-  { description: "The SampleDB this backup is of." },
-);
-
-export const SampleDBBackupStatus = Type.Object(
-  {
-    observedGeneration: Type.Optional(ObservedGeneration()),
-    phase: Type.Optional(Type.String({ description: "Pending, Running, Completed or Failed." })),
-    path: Type.Optional(
-      Type.String({ description: "The file in the backup store (pg_dump custom format)." }),
-    ),
-    databaseName: Type.Optional(Type.String({ description: "The database that was dumped." })),
-    sizeBytes: Type.Optional(Type.Integer({ format: "int64", description: "The file's size." })),
-    sha256: Type.Optional(Type.String({ description: "The file's SHA-256, checked before every restore." })),
-    durationSeconds: Type.Optional(Type.Number({ description: "How long pg_dump took." })),
-    postgresVersion: Type.Optional(
-      Type.String({ description: "The server's version at the time of the dump." }),
-    ),
-    startedAt: Type.Optional(Type.String({ format: "date-time", description: "When the dump began." })),
-    completedAt: Type.Optional(Type.String({ format: "date-time", description: "When the dump completed." })),
-    attempts: Type.Optional(
-      Type.Integer({ description: "Dumps started (a restarted operator starts again)." }),
-    ),
-    message: Type.Optional(Type.String({ description: "Why the backup failed." })),
-    conditions: Type.Optional(Conditions()),
-  },
-  { description: "The observed state, written by the operator." },
-);
-
-/** One backup of a SampleDB: a pg_dump file in the backup store, with its checksum. */
-export const SampleDBBackup = defineResource({
-  group: "db.example.com",
-  version: "v1alpha1",
-  kind: "SampleDBBackup",
-  plural: "sampledbbackups",
-  shortNames: ["sdbb"],
-  description: "One backup of a SampleDB: a pg_dump (custom format) file in the operator's backup store.",
-  spec: SampleDBBackupSpec,
-  status: SampleDBBackupStatus,
-  printerColumns: [
-    { name: "Database", type: "string", jsonPath: ".spec.database" },
-    { name: "Phase", type: "string", jsonPath: ".status.phase" },
-    { name: "Size", type: "integer", jsonPath: ".status.sizeBytes" },
-    { name: "Duration", type: "number", jsonPath: ".status.durationSeconds" },
-    { name: "Completed", type: "date", jsonPath: ".status.completedAt" },
-  ],
-});
-
-export type SampleDBObject = ObjectOf<typeof SampleDB>;
-export type SampleDBBackupObject = ObjectOf<typeof SampleDBBackup>;

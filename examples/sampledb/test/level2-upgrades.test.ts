@@ -1,165 +1,93 @@
-import pg from "pg";
+import { pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until, World } from "./harness.ts";
+import { World } from "./world.ts";
 
-// Level 2, seamless upgrades: spec changes applied in place (connection limit, extensions, owner),
-// and password rotation with no moment when the credentials Secret holds a login that fails.
+// Level 2 on real pods: a setting PostgreSQL reloads (work_mem) reaches every instance by ALTER
+// SYSTEM and a reload, no pod restarted; one it reads only at start (max_connections, raised: a standby needs at least the primary's) rolls the
+// StatefulSet, the replica before the primary, and the data stays.
 
 const world = new World();
-const ns = "l2";
+const ns = "tuning";
 
 beforeAll(async () => {
-  await world.start();
+  await world.start(1);
   await world.startOperator();
-  await world.namespace(ns);
-  await world.sampleDB(ns, "inventory", { connectionLimit: 20 });
-  await until(
-    async () => (await world.condition(ns, "inventory", "Ready")).status === "True",
-    60_000,
-    "Ready",
-  );
-  await world.asApp(ns, "inventory", async (client) => {
-    await client.query("create table stock (sku text primary key, count int)");
-    await client.query("insert into stock values ('a', 1), ('b', 2)");
-  });
+  await world.ok(["create", "namespace", ns]);
 });
 afterAll(() => world.stop());
 
-const patch = (spec: Record<string, unknown>) =>
-  world.k(["-n", ns, "patch", "sampledb", "inventory", "--type=merge", "-p", JSON.stringify({ spec })]);
-const sql = (query: string, database = "postgres") => world.pg.psql(query, { database });
-const canLogin = async (username: string, password: string) => {
-  const client = new pg.Client({
-    host: world.pg.host,
-    port: world.pg.port,
-    user: username,
-    password,
-    database: "inventory",
-  });
-  try {
-    await client.connect();
-    await client.query("select 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-};
-
-describe("Level 2: seamless upgrades", () => {
-  it("changes the connection limit in place", async () => {
-    expect(await sql("select datconnlimit from pg_database where datname = 'inventory'")).toBe("20");
-    await patch({ connectionLimit: 5 });
-    await until(
-      async () => (await sql("select datconnlimit from pg_database where datname = 'inventory'")) === "5",
-      30_000,
-      "limit 5",
-    );
-    await until(
-      async () =>
-        (await world.jsonpath(["-n", ns, "get", "sampledb", "inventory"], "{.status.observedGeneration}")) ===
-        (await world.jsonpath(["-n", ns, "get", "sampledb", "inventory"], "{.metadata.generation}")),
-      30_000,
-      "observedGeneration to catch up",
-    );
-  });
-
-  it("installs added extensions", async () => {
-    await patch({ extensions: ["hstore", "pgcrypto"] });
-    await until(
-      async () =>
-        (await sql(
-          "select string_agg(extname, ',' order by extname) from pg_extension where extname <> 'plpgsql'",
-          "inventory",
-        )) === "hstore,pgcrypto",
-      30_000,
-      "hstore and pgcrypto",
-    );
-    await until(
-      async () =>
-        (await world.jsonpath(["-n", ns, "get", "sampledb", "inventory"], "{.status.extensions}")) ===
-        '["hstore","pgcrypto"]',
-      30_000,
-      "extensions in status",
-    );
-  });
-
-  it("changes the owner: the database and its tables move to the new role, the app's credentials follow", async () => {
-    await patch({ owner: "stock_keeper" });
-    await until(
-      async () =>
-        (await sql("select pg_get_userbyid(datdba) from pg_database where datname = 'inventory'")) ===
-        "stock_keeper",
-      30_000,
-      "the new owner",
-    );
-    expect(await sql("select tableowner from pg_tables where tablename = 'stock'", "inventory")).toBe(
-      "stock_keeper",
-    );
-    await until(
-      async () => (await world.credentials(ns, "inventory")).username === "stock_keeper_a",
-      30_000,
-      "new login",
-    );
-    const rows = await world.asApp(
+const apply = (parameters: string) =>
+  world.ok(
+    ["-n", ns, "apply", "-f", "-"],
+    `apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: conf }
+spec: { instances: 2, storage: 256Mi, image: ${world.postgres}, parameters: ${parameters} }
+`,
+  );
+/** name=uid@creationTimestamp of the instance pods, sorted by name. */
+const pods = async () =>
+  (
+    await world.ok([
+      "-n",
       ns,
-      "inventory",
-      async (c) => (await c.query("select count(*)::int as n from stock")).rows[0].n,
+      "get",
+      "pods",
+      "-l",
+      "seed.example.com/component=instance",
+      "-o",
+      'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}@{.metadata.creationTimestamp}{"\\n"}{end}',
+    ])
+  )
+    .trim()
+    .split("\n")
+    .sort();
+/** A script that waits until `show <name>` is `value` on the host of `hostKey` (ConfigMap). */
+const waitShow = (name: string, value: string) =>
+  `for i in $(seq 40); do [ "$(psql -Atc 'show ${name}' 2>/dev/null)" = "${value}" ] && { echo ok; exit 0; }; sleep 1; done; psql -Atc 'show ${name}'; exit 1`;
+
+describe("SampleDB level 2: configuration changes", () => {
+  it("reloads a reloadable setting on every instance without a restart", async () => {
+    await apply("{}");
+    await world.waitForPhase(ns, "conf", "Ready", 240_000);
+    await world.sqlPod(
+      ns,
+      "conf",
+      "seed",
+      'psql -v ON_ERROR_STOP=1 -c "create table t (n int); insert into t values (1), (2)"',
     );
-    expect(rows).toBe(2);
-    await until(
-      async () => (await sql("select count(*) from pg_roles where rolname like 'inventory_owner%'")) === "0",
-      30_000,
-      "old roles dropped",
-    );
+    const before = await pods();
+    expect(before).toHaveLength(2);
+
+    await apply("{ work_mem: 7MB }");
+    expect(await world.sqlPod(ns, "conf", "primary-1", waitShow("work_mem", "7MB"))).toContain("ok");
+    expect(
+      await world.sqlPod(ns, "conf", "replica-1", waitShow("work_mem", "7MB"), "readOnlyHost"),
+    ).toContain("ok");
+    expect(await pods()).toEqual(before);
   });
 
-  it("rotates the password with no moment when the Secret's login fails: the new login first, then the Secret", async () => {
-    const before = await world.credentials(ns, "inventory");
-    // Someone reading the Secret over and over during the rotation must always be able to log in.
-    let failures = 0;
-    let reads = 0;
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        const now = await world.credentials(ns, "inventory");
-        reads++;
-        if (!(await canLogin(now.username ?? "", now.password ?? ""))) failures++;
-      }
-    })();
-    await patch({ passwordRotation: "2030-01-01T00:00:00Z" });
-    await until(
-      async () => (await world.credentials(ns, "inventory")).password !== before.password,
-      30_000,
-      "rotation",
+  it("rolls the instances, replica first, for a setting read at start; the data stays", async () => {
+    const before = await pods();
+    const started = Date.now();
+    await apply("{ work_mem: 7MB, max_connections: '150' }");
+    await pollUntil(
+      async () => {
+        const now = await pods();
+        return now.length === 2 && now.every((pod) => !before.includes(pod));
+      },
+      { timeoutMs: 180_000, intervalMs: 1_000, message: "both instance pods replaced" },
     );
-    const atSwitch = reads;
-    await until(() => reads >= atSwitch + 2, 30_000, "two more reads after the switch");
-    watching = false;
-    await watcher;
-    expect(reads).toBeGreaterThanOrEqual(2);
-    expect(failures).toBe(0);
-    const after = await world.credentials(ns, "inventory");
-    expect(after.username).toBe("stock_keeper_b");
-    expect(await canLogin(after.username ?? "", after.password ?? "")).toBe(true);
-    // An app still holding the previous credentials keeps working until the next rotation.
-    expect(await canLogin(before.username ?? "", before.password ?? "")).toBe(true);
+    await world.waitForPhase(ns, "conf", "Ready", 120_000);
+    console.log(`rolling restart of 2 instances: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const [primary, replica] = (await pods()).map((pod) => Date.parse(pod.split("@")[1] ?? ""));
+    expect(replica).toBeLessThanOrEqual(primary ?? 0);
+    expect(await world.sqlPod(ns, "conf", "primary-2", waitShow("max_connections", "150"))).toContain("ok");
     expect(
-      await world.jsonpath(["-n", ns, "get", "sampledb", "inventory"], "{.status.passwordRotation}"),
-    ).toBe("2030-01-01T00:00:00Z");
-    expect((await world.events(ns, "inventory")).some((e) => e.startsWith("Normal PasswordRotated"))).toBe(
-      true,
-    );
-    // No password in any event.
-    expect((await world.events(ns, "inventory")).join("\n")).not.toContain(after.password ?? "-");
-    // The next rotation goes back to the first login, now with a new password: the oldest one stops working.
-    await patch({ passwordRotation: "2030-02-01T00:00:00Z" });
-    await until(
-      async () => (await world.credentials(ns, "inventory")).username === "stock_keeper_a",
-      30_000,
-      "second rotation",
-    );
-    expect(await canLogin(before.username ?? "", before.password ?? "")).toBe(false);
+      await world.sqlPod(ns, "conf", "replica-2", waitShow("max_connections", "150"), "readOnlyHost"),
+    ).toContain("ok");
+    // The reloadable one survived the restart (postgresql.auto.conf is in the data volume).
+    expect(await world.sqlPod(ns, "conf", "primary-3", waitShow("work_mem", "7MB"))).toContain("ok");
+    expect((await world.sqlPod(ns, "conf", "count", 'psql -Atc "select count(*) from t"')).trim()).toBe("2");
   });
 });

@@ -1,328 +1,130 @@
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { cronSchedule } from "kubeloop/controller";
-import { JumpClock, startOperator } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { backupPath } from "../src/dumps.ts";
-import { until, World } from "./harness.ts";
+import { World } from "./world.ts";
 
-// Level 3, full lifecycle: backups (on demand and scheduled, with retention), restore into a new
-// SampleDB, deletion by policy behind a finalizer, and an operator stopped in the middle of a
-// backup or a deletion that finishes after its restart, losing nothing.
+// Level 3 on real pods: scheduled backups are Jobs whose pods connect with the credentials Secret
+// and write pg_dump files into the backup volume, keeping `retention` of them; deleting a SampleDB
+// takes a final backup first, then removes its StatefulSet and data volumes (deletionPolicy
+// Snapshot), and a new SampleDB restored from that backup has the same rows; Delete removes the
+// backups too, Retain keeps the volumes.
 
 const world = new World();
-const clock = new JumpClock();
-const ns = "l3";
+const ns = "books";
 
 beforeAll(async () => {
-  await world.start();
-  await world.startOperator({ clock });
-  await world.namespace(ns);
+  await world.start(1);
+  await world.startOperator();
+  await world.ok(["create", "namespace", ns]);
 });
 afterAll(() => world.stop());
 
-const phase = (kind: string, name: string) =>
-  world.jsonpath(["-n", ns, "get", kind, name], "{.status.phase}");
-const ready = async (name: string) => (await world.condition(ns, name, "Ready")).status === "True";
-const databaseExists = async (name: string) =>
-  (await world.pg.psql(`select count(*) from pg_database where datname = '${name}'`)) === "1";
-const backupObject = (name: string, database: string) => ({
-  apiVersion: "db.example.com/v1alpha1",
-  kind: "SampleDBBackup",
-  metadata: { name, namespace: ns },
-  spec: { database },
-});
-const rowsOf = (name: string) =>
-  world.asApp(
-    ns,
-    name,
-    async (client) => (await client.query("select id, name from items order by id")).rows,
+const apply = (name: string, extra: string) =>
+  world.ok(
+    ["-n", ns, "apply", "-f", "-"],
+    `apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: ${name} }
+spec: { storage: 256Mi, database: ledger, image: ${world.postgres}${extra} }
+`,
   );
+const claims = async () =>
+  (await world.ok(["-n", ns, "get", "pvc", "-o", "jsonpath={.items[*].metadata.name}"]))
+    .split(" ")
+    .filter(Boolean);
+/** Count and sum of the rows, as one string: equal only if the rows are. */
+const fingerprint = "select count(*) || ':' || sum(amount) from entries";
 
-describe("Level 3: full lifecycle", () => {
-  it("backs up on demand: a pg_dump file with its size, checksum, duration and the server's version in status", async () => {
-    await world.sampleDB(ns, "shop");
-    await until(() => ready("shop"), 60_000, "shop Ready");
-    await world.asApp(ns, "shop", async (client) => {
-      await client.query("create table items (id int primary key, name text)");
-      await client.query("insert into items select g, 'item ' || g from generate_series(1, 500) g");
-    });
-    await world.apply(backupObject("shop-manual", "shop"));
-    await until(
-      async () => (await phase("sampledbbackup", "shop-manual")) === "Completed",
-      60_000,
-      "Completed",
-    );
-    const status = JSON.parse(
-      await world.k(["-n", ns, "get", "sampledbbackup", "shop-manual", "-o", "json"]),
-    ).status;
-    const path = backupPath(world.backupDir, ns, "shop-manual");
-    expect(status.path).toBe(path);
-    const file = readFileSync(path);
-    expect(file.subarray(0, 5).toString()).toBe("PGDMP"); // pg_dump's custom format
-    expect(status.sizeBytes).toBe(file.length);
-    expect(status.sha256).toBe(createHash("sha256").update(file).digest("hex"));
-    expect(status.postgresVersion).toBe(world.pg.version);
-    expect(status.durationSeconds).toBeGreaterThanOrEqual(0);
-    expect(status.databaseName).toBe("shop");
-    await until(
-      async () =>
-        (await world.jsonpath(["-n", ns, "get", "sampledb", "shop"], "{.status.lastBackup.name}")) ===
-        "shop-manual",
-      30_000,
-      "lastBackup in the SampleDB's status",
-    );
-    expect((await world.condition(ns, "shop", "BackupHealthy")).status).toBe("True");
-  });
+describe("SampleDB level 3: backups, deletion with a snapshot, restore", () => {
+  let rows = "";
 
-  it("restores a backup into a new SampleDB with the same rows, owned by the new owner", async () => {
-    await world.sampleDB(ns, "shop-copy", { restoreFrom: { backup: "shop-manual" } });
-    await until(() => ready("shop-copy"), 60_000, "shop-copy Ready");
-    expect(await rowsOf("shop-copy")).toEqual(await rowsOf("shop"));
-    expect((await rowsOf("shop-copy")).length).toBe(500);
-    expect(
-      await world.pg.psql("select tableowner from pg_tables where tablename = 'items'", {
-        database: "shop_copy",
-      }),
-    ).toBe("shop_copy_owner");
-    expect(await world.jsonpath(["-n", ns, "get", "sampledb", "shop-copy"], "{.status.restore.phase}")).toBe(
-      "Completed",
-    );
-  });
-
-  it("takes scheduled backups at their slots (time moved by the test) and keeps only `keep` of them", async () => {
-    const schedule = "0 3 * * *";
-    await world.sampleDB(ns, "daily", { backup: { schedule, keep: 2 } });
-    await until(() => ready("daily"), 60_000, "daily Ready");
-    const cron = cronSchedule(schedule);
-    const names: string[] = [];
-    for (let day = 0; day < 3; day++) {
-      const slot = cron.next(new Date(clock.now()));
-      clock.jump(slot.getTime() - clock.now() + 1_000);
-      const name = `daily-${slot.toISOString().slice(0, 10).replace(/-/g, "")}-0300`;
-      names.push(name);
-      await until(
-        async () => (await phase("sampledbbackup", name)) === "Completed",
-        60_000,
-        `backup ${name}`,
-      );
-      expect(
-        await world.jsonpath(
-          ["-n", ns, "get", "sampledbbackup", name],
-          "{.metadata.labels.db\\.example\\.com/scheduled}",
-        ),
-      ).toBe("true");
-    }
-    // Retention: the oldest of three went, with its file.
-    await until(
-      async () => (await world.kubectl(["-n", ns, "get", "sampledbbackup", names[0] ?? ""])).code !== 0,
-      30_000,
-      "the oldest backup pruned",
-    );
-    expect(existsSync(backupPath(world.backupDir, ns, names[0] ?? ""))).toBe(false);
-    for (const kept of names.slice(1)) expect(existsSync(backupPath(world.backupDir, ns, kept))).toBe(true);
-    expect(
-      await world.jsonpath(["-n", ns, "get", "sampledb", "daily"], "{.status.lastScheduledBackup}"),
-    ).toMatch(/T03:00:00/);
-    // No slot due between the slots: no extra backups.
-    clock.jump(60 * 60_000);
-    const listed = await world.k([
-      "-n",
-      ns,
-      "get",
-      "sampledbbackup",
-      "-l",
-      "db.example.com/database=daily",
-      "-o",
-      "name",
-    ]);
-    expect(listed.trim().split("\n").sort()).toEqual(
-      names.slice(1).map((n) => `sampledbbackup.db.example.com/${n}`),
-    );
-  });
-
-  it("finishes a backup that an operator stopped in the middle of (state in status: Running, a partial file)", async () => {
-    await world.stopOperator();
-    await world.apply(backupObject("shop-interrupted", "shop"));
-    // What a dump cut short leaves: the backup marked Running with one attempt, a partial file.
-    const path = backupPath(world.backupDir, ns, "shop-interrupted");
-    await world.k([
-      "-n",
-      ns,
-      "patch",
-      "sampledbbackup",
-      "shop-interrupted",
-      "--subresource=status",
-      "--type=merge",
-      "-p",
-      JSON.stringify({ status: { phase: "Running", attempts: 1, path } }),
-    ]);
-    writeFileSync(`${path}.partial`, "PGDMP half a dump");
-    await world.startOperator({ clock });
-    await until(
-      async () => (await phase("sampledbbackup", "shop-interrupted")) === "Completed",
-      60_000,
-      "Completed",
-    );
-    const status = JSON.parse(
-      await world.k(["-n", ns, "get", "sampledbbackup", "shop-interrupted", "-o", "json"]),
-    ).status;
-    expect(status.attempts).toBe(2);
-    expect(status.sha256).toBe(createHash("sha256").update(readFileSync(path)).digest("hex"));
-    expect(existsSync(`${path}.partial`)).toBe(false);
-  });
-
-  it("deletes with Snapshot: a final backup first, then the database; the backup stays", async () => {
-    expect(await databaseExists("shop_copy")).toBe(true);
-    await world.k(["-n", ns, "delete", "sampledb", "shop-copy", "--wait=false"]);
-    await until(
-      async () => (await world.kubectl(["-n", ns, "get", "sampledb", "shop-copy"])).code !== 0,
-      60_000,
-      "gone",
-    );
-    expect(await databaseExists("shop_copy")).toBe(false);
-    const finals = await world.k([
-      "-n",
-      ns,
-      "get",
-      "sampledbbackup",
-      "-l",
-      "db.example.com/database=shop-copy",
-      "-o",
-      "name",
-    ]);
-    const final = finals.trim().replace("sampledbbackup.db.example.com/", "");
-    expect(final).toMatch(/^shop-copy-final-/);
-    expect(await phase("sampledbbackup", final)).toBe("Completed");
-    expect(existsSync(backupPath(world.backupDir, ns, final))).toBe(true);
-    const events = await world.events(ns, "shop-copy");
-    expect(events.findIndex((e) => e.includes("FinalBackup"))).toBeLessThan(
-      events.findIndex((e) => e.includes("Dropped")),
-    );
-  });
-
-  it("deletes with Retain: the database stays on the server", async () => {
-    await world.sampleDB(ns, "kept", { deletionPolicy: "Retain" });
-    await until(() => ready("kept"), 60_000, "kept Ready");
-    await world.k(["-n", ns, "delete", "sampledb", "kept"]);
-    expect(await databaseExists("kept")).toBe(true);
-  });
-
-  it("deletes with Delete: the database goes, without a backup", async () => {
-    await world.sampleDB(ns, "scratch", { deletionPolicy: "Delete" });
-    await until(() => ready("scratch"), 60_000, "scratch Ready");
-    await world.k(["-n", ns, "delete", "sampledb", "scratch"]);
-    expect(await databaseExists("scratch")).toBe(false);
-    expect(
-      await world.k([
-        "-n",
+  it("backs up on schedule into the backup volume and keeps `retention` backups", async () => {
+    await apply("ledger", ", backup: { schedule: 15s, retention: 2 }");
+    await world.waitForPhase(ns, "ledger", "Ready");
+    rows = (
+      await world.sqlPod(
         ns,
-        "get",
-        "sampledbbackup",
-        "-l",
-        "db.example.com/database=scratch",
-        "-o",
-        "name",
-      ]),
-    ).toBe("");
-  });
-
-  it("finishes a deletion that an operator stopped in the middle of: one final backup, then the drop", async () => {
-    await world.sampleDB(ns, "ending");
-    await until(() => ready("ending"), 60_000, "ending Ready");
-    // An operator whose backups do not run: the deletion gets as far as asking for the final backup.
-    await world.startOperator({ clock, backups: false });
-    await world.k(["-n", ns, "delete", "sampledb", "ending", "--wait=false"]);
-    await until(
-      async () =>
-        (await world.jsonpath(["-n", ns, "get", "sampledb", "ending"], "{.status.deletion.step}")) ===
-        "Snapshot",
-      30_000,
-      "the Snapshot step recorded",
+        "ledger",
+        "writer",
+        `psql -v ON_ERROR_STOP=1 -Atq <<'SQL'
+create table entries (id serial primary key, amount int, memo text);
+insert into entries (amount, memo) select n, md5(n::text) from generate_series(1, 20000) n;
+${fingerprint};
+SQL`,
+      )
+    ).trim();
+    expect(rows).toBe("20000:200010000");
+    // Three backups: the third makes retention remove the first.
+    const seen = new Set<string>();
+    await world.waitFor(
+      ns,
+      "ledger",
+      "{.status.lastBackupFile}",
+      (file) => {
+        if (file) seen.add(file);
+        return seen.size >= 3;
+      },
+      "three scheduled backups",
+      120_000,
     );
-    expect(await databaseExists("ending")).toBe(true);
-    await world.startOperator({ clock });
-    await until(
-      async () => (await world.kubectl(["-n", ns, "get", "sampledb", "ending"])).code !== 0,
-      60_000,
-      "gone",
+    const files = await world.backupFiles(ns, "ledger", "list-1");
+    expect(files).toHaveLength(2);
+    expect(files.at(-1)).toBe([...seen].sort().at(-1));
+    // LAST BACKUP is a date column: kubectl shows how long ago.
+    expect(await world.ok(["-n", ns, "get", "sampledb", "ledger", "-o", "wide"])).toMatch(
+      /ledger\s+Ready\s+ledger-0\s+1\/1\s+15\s+\d+s\s/,
     );
-    expect(await databaseExists("ending")).toBe(false);
-    const finals = await world.k([
+    const job = await world.ok([
       "-n",
       ns,
       "get",
-      "sampledbbackup",
-      "-l",
-      "db.example.com/database=ending",
+      "jobs",
       "-o",
-      "name",
+      'jsonpath={range .items[?(@.status.succeeded==1)]}{.metadata.name} {.status.startTime} {.status.completionTime}{"\\n"}{end}',
     ]);
-    expect(finals.trim().split("\n")).toHaveLength(1);
+    console.log(`completed Jobs (name, start, completion):\n${job}`);
   });
 
-  it("finishes a backup after the operator's process is killed (SIGKILL) in the middle of pg_dump", async () => {
-    await world.stopOperator();
-    await world.sampleDB(ns, "large");
-    // The operator as deployed: its own process (and process group, like a container), killed outright.
-    const start = () =>
-      startOperator(join(import.meta.dirname, "..", "src", "main.ts"), {
-        env: {
-          KUBECONFIG: world.plane.kubeconfigPath,
-          BACKUP_DIR: world.backupDir,
-          PG_BIN: world.pg.binDir,
-          METRICS_PORT: "0",
-          PROBE_PORT: "0",
-          LOG_LEVEL: "error",
-        },
-        processGroup: true,
-      });
-    let operator = start();
-    try {
-      await until(() => ready("large"), 60_000, "large Ready");
-      await world.asApp(ns, "large", (client) =>
-        client.query(
-          "create table blobs as select g as id, repeat(md5(g::text), 4) as body from generate_series(1, 300000) g",
-        ),
-      );
-      await world.apply(backupObject("large-1", "large"));
-      await until(
-        async () => (await phase("sampledbbackup", "large-1")) === "Running",
-        60_000,
-        "the dump to start",
-      );
-      operator.kill("SIGKILL"); // the operator and its pg_dump (its process group), mid-dump
-      await operator.exited;
-      expect(await phase("sampledbbackup", "large-1")).toBe("Running");
-      expect(existsSync(backupPath(world.backupDir, ns, "large-1"))).toBe(false);
-      operator = start();
-      await until(
-        async () => (await phase("sampledbbackup", "large-1")) === "Completed",
-        120_000,
-        "Completed",
-      );
-    } finally {
-      operator.kill("SIGKILL");
-    }
-    const status = JSON.parse(
-      await world.k(["-n", ns, "get", "sampledbbackup", "large-1", "-o", "json"]),
-    ).status;
-    const path = backupPath(world.backupDir, ns, "large-1");
-    expect(status.attempts).toBe(2);
-    expect(status.sha256).toBe(createHash("sha256").update(readFileSync(path)).digest("hex"));
-    expect(existsSync(`${path}.partial`)).toBe(false);
-    // The dump is whole: restored, it has every row.
-    await world.startOperator({ clock });
-    await world.sampleDB(ns, "large-copy", { restoreFrom: { backup: "large-1" } });
-    await until(() => ready("large-copy"), 120_000, "large-copy Ready");
-    expect(await world.pg.psql("select count(*) from blobs", { database: "large_copy" })).toBe("300000");
+  it("deletes with a final backup first (Snapshot), and a new SampleDB restored from it has the same rows", async () => {
+    // A row after the last scheduled backup: only the final backup has it.
+    rows = (
+      await world.sqlPod(
+        ns,
+        "ledger",
+        "late-writer",
+        `psql -v ON_ERROR_STOP=1 -Atq -c "insert into entries (amount, memo) values (7, 'late')" -c "${fingerprint}"`,
+      )
+    ).trim();
+    expect(rows).toBe("20001:200010007");
+    const started = Date.now();
+    await world.ok(["-n", ns, "delete", "sampledb", "ledger", "--wait=false"]);
+    await world.ok(["-n", ns, "wait", "--for=delete", "sampledb/ledger", "--timeout=120s"]);
+    console.log(
+      `delete (final backup, StatefulSet and volume removed): ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    // The data volume went, the backup volume stayed with the final backup in it.
+    expect(await claims()).toEqual(["ledger-backups"]);
+    expect(await world.ok(["-n", ns, "get", "statefulsets", "-o", "name"])).toBe("");
+    const events = await world.ok(["-n", ns, "get", "events", "-o", "jsonpath={.items[*].reason}"]);
+    expect(events).toContain("FinalBackupStarted");
+
+    const restoreStarted = Date.now();
+    await apply("ledger-copy", ", restore: { from: ledger }, deletionPolicy: Delete");
+    await world.waitForPhase(ns, "ledger-copy", "Ready");
+    console.log(`create from backup → Ready: ${((Date.now() - restoreStarted) / 1000).toFixed(1)} s`);
+    const restored = await world.sqlPod(ns, "ledger-copy", "reader", `psql -Atc "${fingerprint}"`);
+    expect(restored.trim()).toBe(rows);
   });
 
-  it("deleting a backup removes its file (finalizer)", async () => {
-    const path = backupPath(world.backupDir, ns, "shop-manual");
-    expect(existsSync(path)).toBe(true);
-    await world.k(["-n", ns, "delete", "sampledbbackup", "shop-manual"]);
-    expect(existsSync(path)).toBe(false);
+  it("deletionPolicy Delete removes the backups too; Retain keeps the data volume", async () => {
+    await world.ok(["-n", ns, "delete", "sampledb", "ledger-copy", "--timeout=120s"]);
+    expect((await claims()).filter((claim) => claim.includes("ledger-copy"))).toEqual([]);
+
+    await apply("kept", ", deletionPolicy: Retain");
+    await world.waitForPhase(ns, "kept", "Ready");
+    await world.ok(["-n", ns, "delete", "sampledb", "kept", "--timeout=120s"]);
+    expect((await claims()).filter((claim) => claim.includes("kept")).sort()).toEqual([
+      "data-kept-0",
+      "kept-backups",
+    ]);
+    expect(await world.ok(["-n", ns, "get", "statefulsets", "-o", "name"])).toBe("");
   });
 });

@@ -68,7 +68,7 @@ const csvOf = (example: string, name: string) =>
 describe("the generated OLM bundle", () => {
   it.each([
     ["nginx", "nginx-operator"],
-    ["sampledb", "sampledb-operator"],
+    ["pgdatabase", "pgdatabase-operator"],
   ])("of %s passes OLM's validators (default, operatorhub and object) with no error", (example) => {
     const bundle = join(EXAMPLES, example, "bundle");
     expect(verify(bundle).errors).toEqual([]);
@@ -89,7 +89,7 @@ describe("the generated OLM bundle", () => {
   });
 
   it("installs the manager Deployment with the generated RBAC, watching OLM's target namespaces", () => {
-    const csv = csvOf("sampledb", "sampledb-operator");
+    const csv = csvOf("pgdatabase", "pgdatabase-operator");
     const install = csv.spec.install.spec;
     const container = install.deployments[0]?.spec.template.spec.containers[0];
     expect(container?.env.find((e) => e.name === "WATCH_NAMESPACE")?.valueFrom).toEqual({
@@ -98,7 +98,7 @@ describe("the generated OLM bundle", () => {
     // Leader election is namespaced; what the controllers need cluster-wide is a cluster permission.
     expect(install.permissions?.[0]?.rules.flatMap((r) => r.resources)).toContain("leases");
     const generated = parseAllDocuments(
-      readFileSync(join(EXAMPLES, "sampledb/config/rbac/role.yaml"), "utf8"),
+      readFileSync(join(EXAMPLES, "pgdatabase/config/rbac/role.yaml"), "utf8"),
     )
       .map((d) => d.toJS() as { kind: string; rules: unknown[] })
       .find((o) => o.kind === "ClusterRole");

@@ -12,7 +12,7 @@ import type { Clock } from "../util/index.js";
  * @example
  * ```ts
  * const clock = new JumpClock(new Date("2030-01-01T02:59:00Z"));
- * const ctrl = sampleDbController({ clock });   // returns after(60 s) for the 03:00 backup
+ * const ctrl = pgDatabaseController({ clock });   // returns after(60 s) for the 03:00 backup
  * clock.jump(60_000);                           // the reconcile runs now, and sees 03:00
  * ```
  */

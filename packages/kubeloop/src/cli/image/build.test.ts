@@ -207,8 +207,8 @@ describe("kubeloop build (the nginx example)", () => {
 describe("kubeloop build, the command", () => {
   const cli = join(import.meta.dirname, "../../../dist/cli/main.js");
 
-  it("builds the MyApp and SampleDB operators too, printing the digest of the tarball it writes, with an SBOM beside it", () => {
-    for (const example of ["myapp", "sampledb"]) {
+  it("builds the MyApp and PgDatabase operators too, printing the digest of the tarball it writes, with an SBOM beside it", () => {
+    for (const example of ["myapp", "pgdatabase"]) {
       const tarball = join(scratch, `${example}.tar`);
       const run = spawnSync(
         process.execPath,

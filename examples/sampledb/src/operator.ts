@@ -1,7 +1,0 @@
-import { sampleDBControllers } from "./controllers.ts";
-
-/**
- * The operator's controllers as `kubeloop generate` reads them (RBAC is derived from what they
- * declare). main.ts builds its own, with the backup store and the metrics registry it is given.
- */
-export const { sampleDB, sampleDBBackup } = sampleDBControllers({ backupDir: "/var/lib/sampledb/backups" });
