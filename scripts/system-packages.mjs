@@ -64,6 +64,7 @@ const NEEDS = {
 /** The needs of each README task. */
 export const TASK_NEEDS = {
   test: ["postgres", "promtool", "chromium", "nodeStack"],
+  "demo:sampledb": ["nodeStack"],
   "demo:pgdatabase": ["postgres"],
   "bench:pgdatabase": ["postgres"],
 };

@@ -113,6 +113,14 @@ export const sampleDBController = controller(SampleDB)
     (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
     { labelSelector: `app.kubernetes.io/managed-by=${OPERATOR_NAME}` },
   )
+  // Pods: the role label the Services select by, and followers restarted after a failover.
+  .permits({ apiGroups: [""], resources: ["pods"], verbs: ["patch", "delete"] })
+  // The backup volume (not owned: it outlives the SampleDB) and, on deletion, the data volumes.
+  .permits({
+    apiGroups: [""],
+    resources: ["persistentvolumeclaims"],
+    verbs: ["get", "list", "create", "patch", "delete"],
+  })
   .reconcile(async (db, ctx) => {
     if (ctx.deleted) return done(); // owned objects go with it (garbage collection)
     const { name, namespace } = names(db);

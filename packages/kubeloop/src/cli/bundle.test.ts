@@ -69,6 +69,7 @@ describe("the generated OLM bundle", () => {
   it.each([
     ["nginx", "nginx-operator"],
     ["pgdatabase", "pgdatabase-operator"],
+    ["sampledb", "sampledb-operator"],
   ])("of %s passes OLM's validators (default, operatorhub and object) with no error", (example) => {
     const bundle = join(EXAMPLES, example, "bundle");
     expect(verify(bundle).errors).toEqual([]);

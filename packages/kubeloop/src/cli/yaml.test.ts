@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { anchorsIn, toYaml, toYamlDocuments } from "./yaml.js";
 
 const REPO = resolve(import.meta.dirname, "../../../..");
-const GENERATED = ["examples/nginx", "examples/pgdatabase"].flatMap((example) =>
+const GENERATED = ["examples/nginx", "examples/pgdatabase", "examples/sampledb"].flatMap((example) =>
   ["config", "charts", "bundle"].map((dir) => join(REPO, example, dir)),
 );
 
