@@ -187,7 +187,13 @@ spec:
       `${table() ?? ""}${get(["get", "jobs"], "{range .items[*]}job/{.metadata.name} {.status.succeeded}\n{end}")}`,
   );
   kubectl("get", "statefulset,pvc");
-  kubectl("get", "events", "--field-selector", "involvedObject.name=shop", "--sort-by=.lastTimestamp");
+  kubectl(
+    "get",
+    "events",
+    "--field-selector",
+    "involvedObject.name=shop",
+    "--sort-by=.metadata.creationTimestamp",
+  );
 }
 
 try {

@@ -42,9 +42,9 @@ const pods = async () =>
     .trim()
     .split("\n")
     .sort();
-/** A script that waits until `show <name>` is `value` on the host of `hostKey` (ConfigMap). */
+/** A script that waits until `show <name>` is `value` on the host of `hostKey` (ConfigMap); 90 s, for a loaded machine. */
 const waitShow = (name: string, value: string) =>
-  `for i in $(seq 40); do [ "$(psql -Atc 'show ${name}' 2>/dev/null)" = "${value}" ] && { echo ok; exit 0; }; sleep 1; done; psql -Atc 'show ${name}'; exit 1`;
+  `for i in $(seq 90); do [ "$(psql -Atc 'show ${name}' 2>/dev/null)" = "${value}" ] && { echo ok; exit 0; }; sleep 1; done; psql -Atc 'show ${name}'; exit 1`;
 
 describe("SampleDB level 2: configuration changes", () => {
   it("reloads a reloadable setting on every instance without a restart", async () => {
@@ -65,7 +65,7 @@ describe("SampleDB level 2: configuration changes", () => {
       await world.sqlPod(ns, "conf", "replica-1", waitShow("work_mem", "7MB"), "readOnlyHost"),
     ).toContain("ok");
     expect(await pods()).toEqual(before);
-  });
+  }, 360_000);
 
   it("rolls the instances, replica first, for a setting read at start; the data stays", async () => {
     const before = await pods();
@@ -89,5 +89,6 @@ describe("SampleDB level 2: configuration changes", () => {
     // The reloadable one survived the restart (postgresql.auto.conf is in the data volume).
     expect(await world.sqlPod(ns, "conf", "primary-3", waitShow("work_mem", "7MB"))).toContain("ok");
     expect((await world.sqlPod(ns, "conf", "count", 'psql -Atc "select count(*) from t"')).trim()).toBe("2");
-  });
+    // Its waits (pods replaced, Ready, each setting shown) add up past vitest's default timeout.
+  }, 600_000);
 });

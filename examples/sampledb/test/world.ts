@@ -14,10 +14,17 @@ export class World {
   postgres!: string;
   private manager: Manager | undefined;
 
-  async start(nodes = 2): Promise<this> {
-    this.plane = await new ControlPlane({ profile: "node", nodes }).start();
+  /**
+   * Starts the plane (while `alongside`, e.g. an image build, runs) and loads the PostgreSQL image;
+   * installs the CRD unless the test installs the operator itself (`crd: false`).
+   */
+  async start(nodes = 2, options: { crd?: boolean; alongside?: Promise<unknown> } = {}): Promise<this> {
+    [this.plane] = await Promise.all([
+      new ControlPlane({ profile: "node", nodes }).start(),
+      options.alongside,
+    ]);
     this.postgres = await this.plane.loadBaseImage("postgres");
-    await this.plane.installCrdObjects([SampleDB.crd()]);
+    if (options.crd !== false) await this.plane.installCrdObjects([SampleDB.crd()]);
     return this;
   }
 
@@ -111,11 +118,16 @@ export class World {
 
   /** The backup files in a SampleDB's backup volume, oldest first. */
   async backupFiles(namespace: string, db: string, podName: string): Promise<string[]> {
-    const out = await this.runPod(namespace, podName, "ls -1 /backups", { backups: `${db}-backups` });
+    const out = await this.backupPod(namespace, db, podName, "ls -1 /backups");
     return out
       .split("\n")
       .filter((file) => file.endsWith(".dump"))
       .sort();
+  }
+
+  /** Runs `script` (sh) in a pod of the PostgreSQL image with the SampleDB's backup volume at /backups (read-only). */
+  async backupPod(namespace: string, db: string, podName: string, script: string): Promise<string> {
+    return this.runPod(namespace, podName, script, { backups: `${db}-backups` });
   }
 
   private async runPod(

@@ -1,0 +1,148 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { World } from "./world.ts";
+
+// The operator as its users ship it: `kubeloop build` makes its image (no PostgreSQL program in
+// it: every SQL step is a Job of the SampleDB's PostgreSQL image), the node profile loads it,
+// `kubeloop deploy` installs the generated config/ (CRD, RBAC, a Deployment of two replicas with
+// leader election, non-root on a read-only root filesystem), and the operator runs as pods: its
+// ServiceAccount's RBAC is all it has for the StatefulSets, Jobs, PVCs and pods it handles.
+
+const root = join(import.meta.dirname, "..");
+const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
+const IMAGE = "kubeloop.local/sampledb-operator:e2e";
+const NS = "sampledb-operator-system";
+const ns = "apps";
+const world = new World();
+const run = promisify(execFile);
+let work: string;
+
+const kubeloop = (args: string[]) =>
+  run(process.execPath, [cli, ...args], {
+    cwd: root,
+    env: { ...process.env, KUBECONFIG: world.plane.kubeconfigPath },
+    timeout: 240_000,
+  });
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "sampledb-in-cluster-"));
+  const tarball = join(work, "operator.tar");
+  const platform = process.arch === "arm64" ? "linux/arm64" : "linux/amd64";
+  // Built while the plane starts: the two take about as long.
+  const build = run(
+    process.execPath,
+    [cli, "build", root, "--tarball", tarball, "--tag", IMAGE, "--platform", platform],
+    { cwd: root, timeout: 240_000 },
+  );
+  await world.start(1, { crd: false, alongside: build });
+  expect(await world.plane.loadImage(tarball)).toContain(IMAGE);
+}, 420_000);
+afterAll(async () => {
+  await world.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+const apply = (name: string, instances: number, backup = "") =>
+  world.ok(
+    ["-n", ns, "apply", "-f", "-"],
+    `apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: ${name} }
+spec: { instances: ${instances}, storage: 256Mi, image: ${world.postgres}${backup} }
+`,
+  );
+
+describe("the SampleDB operator deployed by kubeloop deploy, as pods", () => {
+  it("comes up Ready from the generated manifests, non-root on a read-only root filesystem", async () => {
+    const started = Date.now();
+    await kubeloop(["deploy", "--image", IMAGE]);
+    await world.ok(["-n", NS, "rollout", "status", "deployment/sampledb-operator", "--timeout=180s"]);
+    console.log(`kubeloop deploy → 2 operator pods Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const pods = JSON.parse(await world.ok(["-n", NS, "get", "pods", "-o", "json"])) as {
+      items: {
+        spec: {
+          securityContext?: { runAsNonRoot?: boolean };
+          containers: { image: string; securityContext?: { readOnlyRootFilesystem?: boolean } }[];
+        };
+      }[];
+    };
+    expect(pods.items).toHaveLength(2);
+    for (const pod of pods.items) {
+      expect(pod.spec.containers[0]?.image).toBe(IMAGE);
+      // The kubelet starts the container only if the image's user (65532) is not root.
+      expect(pod.spec.securityContext?.runAsNonRoot).toBe(true);
+      expect(pod.spec.containers[0]?.securityContext?.readOnlyRootFilesystem).toBe(true);
+    }
+    // One of them leads (the Lease), so the other stands by.
+    const holder = await world.ok([
+      "-n",
+      NS,
+      "get",
+      "lease",
+      "sampledb-operator",
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
+    expect(holder).toMatch(/^sampledb-operator-/);
+    await world.ok(["create", "namespace", ns]);
+  });
+
+  it("reconciles a SampleDB to Ready, with a scheduled backup that restores", async () => {
+    await apply("orders", 1, ", backup: { schedule: 20s, retention: 2 }");
+    const seconds = await world.waitForPhase(ns, "orders", "Ready");
+    console.log(`operator as a pod: create → Ready, 1 instance: ${seconds.toFixed(1)} s`);
+    expect(
+      await world.sqlPod(
+        ns,
+        "orders",
+        "writer",
+        "psql -qc 'create table t (n int)' -c 'insert into t select generate_series(1, 500)' && psql -Atc 'select sum(n) from t'",
+      ),
+    ).toContain("125250");
+    const file = await world.waitFor(
+      ns,
+      "orders",
+      "{.status.lastBackupFile}",
+      (value) => value.endsWith(".dump"),
+      "a backup",
+      90_000,
+    );
+    // The dump is a real one: pg_restore lists the table's data in it.
+    const listed = await world.backupPod(ns, "orders", "lister", `pg_restore --list /backups/${file}`);
+    expect(listed).toMatch(/TABLE DATA public t /);
+  });
+
+  it("reconciles 3 instances to Ready", async () => {
+    await apply("trio", 3);
+    const seconds = await world.waitForPhase(ns, "trio", "Ready", 240_000);
+    console.log(`operator as a pod: create → Ready, 3 instances: ${seconds.toFixed(1)} s`);
+    expect(await world.ok(["-n", ns, "get", "sampledb", "trio", "-o", "wide"])).toMatch(
+      /trio\s+Ready\s+trio-0\s+3\/3\s/,
+    );
+  });
+
+  it("deletes a SampleDB with a final snapshot, removing the StatefulSet and its volume, with its RBAC alone", async () => {
+    await world.ok(["-n", ns, "delete", "sampledb", "orders", "--timeout=120s"]);
+    expect(await world.ok(["-n", ns, "get", "statefulset,pvc", "-o", "name"])).not.toMatch(
+      /orders-0|statefulset.apps\/orders\b/,
+    );
+    expect(await world.ok(["-n", ns, "get", "pvc", "orders-backups", "-o", "name"])).toContain(
+      "orders-backups",
+    );
+    const files = await world.backupFiles(ns, "orders", "files");
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    const logs = await world.ok([
+      "-n",
+      NS,
+      "logs",
+      "-l",
+      "app.kubernetes.io/name=sampledb-operator",
+      "--prefix",
+    ]);
+    expect(logs).not.toMatch(/forbidden/i);
+  });
+});
