@@ -44,4 +44,13 @@ describe("loadProject", () => {
     );
     expect(() => loadProject(project("broken", "{ not json"))).toThrow("is not valid JSON");
   });
+
+  it("takes imagePackages (for kubeloop build) as a list of names, and says so when it is not one", () => {
+    expect(
+      loadProject(project("pg", { name: "pg", kubeloop: { imagePackages: ["postgresql-client-15"] } })).name,
+    ).toBe("pg");
+    expect(() =>
+      loadProject(project("pg-str", { kubeloop: { imagePackages: "postgresql-client-15" } })),
+    ).toThrow('"kubeloop.imagePackages" must be an array of strings');
+  });
 });

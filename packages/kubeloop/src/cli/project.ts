@@ -54,6 +54,8 @@ interface ProjectSection {
   image?: string;
   namespace?: string;
   namespaces?: string[];
+  /** Read by `kubeloop build` (see its `packages` option). */
+  imagePackages?: string[];
   config?: string;
   capabilities?: string;
   runbooks?: string;
@@ -66,6 +68,7 @@ const FIELDS = new Set([
   "controllers",
   "webhooks",
   "image",
+  "imagePackages",
   "namespace",
   "namespaces",
   "config",
@@ -88,12 +91,11 @@ export function loadProject(cwd: string = process.cwd()): Project {
         `${join(root, "package.json")}: unknown field "kubeloop.${key}" (known: ${[...FIELDS].join(", ")})`,
       );
     }
-    if (key === "namespaces") {
-      const namespaces = section.namespaces as unknown;
-      if (!Array.isArray(namespaces) || !namespaces.every((ns) => typeof ns === "string"))
-        throw new CliError(
-          `${join(root, "package.json")}: "kubeloop.namespaces" must be an array of strings`,
-        );
+    // Lists: the namespaces watched, and the Debian packages `kubeloop build` adds to the image.
+    if (key === "namespaces" || key === "imagePackages") {
+      const list = section[key] as unknown;
+      if (!Array.isArray(list) || !list.every((item) => typeof item === "string"))
+        throw new CliError(`${join(root, "package.json")}: "kubeloop.${key}" must be an array of strings`);
       continue;
     }
     if (typeof section[key as keyof ProjectSection] !== "string") {

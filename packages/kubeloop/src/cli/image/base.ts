@@ -24,8 +24,9 @@ export const COMMON_PACKAGES = ["ca-certificates", "tzdata"] as const;
 const DEBIAN_ARCH = { amd64: "amd64", arm64: "arm64" } as const;
 
 /** What Node never uses at run time: documentation, tools that need a shell, iconv's modules. */
+const DOCUMENTATION = /^usr\/share\/(doc|man|info|lintian|locale|bug|doc-base)\//;
 const DROPPED = [
-  /^usr\/share\/(doc|man|info|lintian|locale|bug|doc-base)\//,
+  DOCUMENTATION,
   /^(usr\/)?s?bin\//,
   /^usr\/libexec\//,
   /^usr\/lib\/[^/]+\/gconv\//,
@@ -92,6 +93,62 @@ async function enableArch(architecture: Platform["architecture"]): Promise<void>
   }
   await tool("dpkg", ["--add-architecture", arch]);
   await tool("apt-get", ["update", "-q"]);
+}
+
+/** A Debian package name, as apt takes it (nothing an option or a shell could read otherwise). */
+const PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]+$/;
+
+/**
+ * What an operator asks for beside the base (package.json's `kubeloop.imagePackages`, e.g.
+ * `postgresql-client-15` for pg_dump): the packages named, and the shared libraries they need,
+ * found by `apt-cache depends --recurse`. Only library packages (`lib*`, `zlib1g`) are followed:
+ * the programs and interpreters a package's scripts or wrappers want (perl, dpkg, tar) would bring
+ * a shell world back into an image that has none, and an ELF program needs only its libraries.
+ * What the base holds is left out. Sorted, so the layer is the same for the same apt sources.
+ */
+export async function packageClosure(
+  packages: readonly string[],
+  architecture: Platform["architecture"],
+): Promise<string[]> {
+  const invalid = packages.filter((name) => !PACKAGE_NAME.test(name));
+  if (invalid.length > 0)
+    throw new CliError(
+      `not a Debian package name: ${invalid.join(", ")} (kubeloop.imagePackages in package.json)`,
+    );
+  if (packages.length === 0) return [];
+  const arch = DEBIAN_ARCH[architecture];
+  const { stdout } = await tool(
+    "apt-cache",
+    [
+      "depends",
+      "--recurse",
+      "--no-recommends",
+      "--no-suggests",
+      "--no-conflicts",
+      "--no-breaks",
+      "--no-replaces",
+      "--no-enhances",
+      ...packages.map((name) => `${name}:${arch}`),
+    ],
+    {
+      hint: "The image's packages come from Debian: run on a Debian or Ubuntu machine whose apt sources are reachable.",
+    },
+  );
+  const base = new Set<string>([...ARCH_PACKAGES, ...COMMON_PACKAGES, "gcc-12-base"]);
+  const names = new Set<string>(packages);
+  for (const line of String(stdout).split("\n")) {
+    // Package lines start at the margin; `<virtual>` ones name no package of their own.
+    if (!line || line.startsWith(" ") || line.startsWith("<")) continue;
+    const [name, qualifier] = line.trim().split(":");
+    if (!name || (qualifier && qualifier !== arch)) continue;
+    if (/^(lib|zlib1g$)/.test(name) && !base.has(name)) names.add(name);
+  }
+  return [...names].sort();
+}
+
+/** The files of packages asked for: everything but documentation (their programs are why they are there). */
+export function keptExtra(entries: readonly TarEntry[]): TarEntry[] {
+  return entries.filter((entry) => !DOCUMENTATION.test(entry.path));
 }
 
 /** Every file of a .deb (`dpkg-deb --fsys-tarfile`), owned by root. */

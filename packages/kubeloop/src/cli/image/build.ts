@@ -45,6 +45,12 @@ export interface BuildImageOptions {
    * node) instead of the base made from Debian's packages.
    */
   base?: string;
+  /**
+   * Debian packages the operator runs (default: package.json's `kubeloop.imagePackages`), e.g.
+   * `postgresql-client-15` for an operator that calls pg_dump: a layer of them and the shared
+   * libraries they need, after the runtime. Their programs are not on PATH: call them by path.
+   */
+  packages?: readonly string[];
 }
 
 /** A built image: what {@link Image} holds, and what it is made of (for the SBOM and the output). */
@@ -91,6 +97,7 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
   const nodeVersion = options.nodeVersion ?? pinnedNode(root) ?? process.versions.node;
   const name = options.name ?? pkg.kubeloop?.image ?? `${pkg.name ?? "operator"}:${pkg.version ?? "latest"}`;
   const compression = options.compression ?? "gzip";
+  const packages = options.packages ?? pkg.kubeloop?.imagePackages ?? [];
   const appLayer = layerOf(app.files, "app: the bundled operator", compression);
   const labels: Record<string, string> = { ...labelsOf(pkg), ...options.labels };
   const built: BuiltImage["platforms"] = [];
@@ -103,7 +110,7 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
       labels["org.opencontainers.image.base.name"] = options.base ?? "";
       labels["org.opencontainers.image.base.digest"] = pulled.digest;
     }
-    const shared = await sharedLayers(platform, nodeVersion, cache, compression, pulled?.layers);
+    const shared = await sharedLayers(platform, nodeVersion, cache, compression, pulled?.layers, packages);
     runtimes.push(shared.runtime);
     for (const deb of shared.debian) debian.set(deb.file, deb);
     const layers = [...shared.layers, appLayer];
@@ -147,7 +154,7 @@ interface ProjectPackage {
   main?: string;
   homepage?: string;
   repository?: string | { url?: string };
-  kubeloop?: { image?: string };
+  kubeloop?: { image?: string; imagePackages?: string[] };
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
 }

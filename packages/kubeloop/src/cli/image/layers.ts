@@ -8,6 +8,8 @@ import {
   debEntries,
   debianPackages,
   kept,
+  keptExtra,
+  packageClosure,
 } from "./base.js";
 import {
   blobOf,
@@ -67,6 +69,9 @@ export interface SharedLayers {
 /**
  * The common base, the architecture's libraries and its Node runtime, in that order; with
  * `pulledBase` (a registry image's layers, `--base`), those layers instead of the Debian ones.
+ * With `packages` (Debian packages the operator runs, e.g. `postgresql-client-15`), a layer of
+ * them and their libraries comes after the runtime, so that the layers before it stay the ones
+ * every operator shares.
  */
 export async function sharedLayers(
   platform: Platform,
@@ -74,6 +79,28 @@ export async function sharedLayers(
   cache: string,
   compression: Compression = "gzip",
   pulledBase?: Layer[],
+  packages: readonly string[] = [],
+): Promise<SharedLayers> {
+  const shared = await baseAndRuntime(platform, nodeVersion, cache, compression, pulledBase);
+  if (packages.length === 0) return shared;
+  const names = await packageClosure(packages, platform.architecture);
+  const debs = await debianPackages(names, platform.architecture, cache);
+  const extra = await cachedLayer(
+    cache,
+    compression,
+    `packages:${debs.map((deb) => deb.file.split("/").pop()).join(",")}`,
+    `packages: ${packages.join(", ")} (${platform.architecture})`,
+    async () => keptExtra((await Promise.all(debs.map(debEntries))).flat()),
+  );
+  return { ...shared, layers: [...shared.layers, extra], debian: [...shared.debian, ...debs] };
+}
+
+async function baseAndRuntime(
+  platform: Platform,
+  nodeVersion: string,
+  cache: string,
+  compression: Compression,
+  pulledBase: Layer[] | undefined,
 ): Promise<SharedLayers> {
   const runtime = await nodeRuntime(nodeVersion, platform.architecture, cache);
   const node = await cachedLayer(
