@@ -11,6 +11,7 @@ import {
 import { backupVolume, restoreStep } from "./backup.ts";
 import { candidate, isReady, promoteJob, restartFollowers } from "./failover.ts";
 import { type BackupState, FINALIZER, finalize, scheduleBackups } from "./lifecycle.ts";
+import { sampleDBMetrics } from "./metrics.ts";
 import {
   connectionConfigMap,
   credentialsSecret,
@@ -122,7 +123,10 @@ export const sampleDBController = controller(SampleDB)
     verbs: ["get", "list", "create", "patch", "delete"],
   })
   .reconcile(async (db, ctx) => {
-    if (ctx.deleted) return done(); // owned objects go with it (garbage collection)
+    if (ctx.deleted) {
+      sampleDBMetrics.forget(names(db).namespace, names(db).name);
+      return done(); // owned objects go with it (garbage collection)
+    }
     const { name, namespace } = names(db);
     let primary = db.status?.primary ?? `${name}-0`;
     const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
@@ -133,6 +137,7 @@ export const sampleDBController = controller(SampleDB)
       promotedAt = ctx.now().toISOString();
       ctx.event("Warning", "Failover", `${primary} does not serve: ${elected} becomes the primary`);
       await ctx.status({ primary: elected, promotedAt });
+      sampleDBMetrics.failedOver(db);
       primary = elected;
     }
     const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
@@ -142,7 +147,8 @@ export const sampleDBController = controller(SampleDB)
       return again === 0 ? done() : after(`${Math.ceil(again / 1000)}s`);
     }
     await addFinalizer(ctx.client, db, FINALIZER);
-    await ctx.apply(credentialsSecret(db, await passwords(db, ctx)));
+    const credentials = await passwords(db, ctx);
+    await ctx.apply(credentialsSecret(db, credentials));
     await ctx.apply(connectionConfigMap(db, primary));
     await ctx.apply(headlessService(db));
     await ctx.apply(roleService(db, "primary"));
@@ -175,6 +181,15 @@ export const sampleDBController = controller(SampleDB)
       db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
     const ready = initialized && readyInstances === db.spec.instances;
     const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
+    const lastBackup = backups?.lastBackup ?? db.status?.lastBackup;
+    sampleDBMetrics.observe(db, {
+      primary,
+      readyInstances,
+      pods,
+      superuserPassword: credentials.superuser,
+      lastBackup,
+      promotedAt,
+    });
     if (phase !== db.status?.phase)
       ctx.event("Normal", phase, `${readyInstances}/${db.spec.instances} ready`);
     await ctx.status(

@@ -10,6 +10,7 @@
 // of that image.
 import { Manager } from "kubeloop";
 import { sampleDBController } from "./controller.ts";
+import { sampleDBMetrics } from "./metrics.ts";
 import { OPERATOR_NAME } from "./objects.ts";
 
 const manager = new Manager({
@@ -17,5 +18,8 @@ const manager = new Manager({
   probes: { port: Number(process.env.PROBE_PORT ?? "8081") },
   leaderElection: process.env.LEADER_ELECT === "true" ? { id: OPERATOR_NAME } : false,
 });
+// Per-SampleDB series (instances, replication lag, connections, size, backup age, failovers) on
+// the manager's /metrics, beside the controller's own.
+sampleDBMetrics.register(manager.metrics.registry);
 manager.add(sampleDBController);
 await manager.start();

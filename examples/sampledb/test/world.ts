@@ -1,6 +1,7 @@
 import { Manager } from "kubeloop";
 import { ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
 import { sampleDBController } from "../src/controller.ts";
+import { sampleDBMetrics } from "../src/metrics.ts";
 import { SampleDB } from "../src/resources.ts";
 
 /**
@@ -28,20 +29,23 @@ export class World {
     return this;
   }
 
-  async startOperator(): Promise<void> {
+  /** With `metrics`, /metrics on a free loopback port (returned), SQL readings reused for 1 s. */
+  async startOperator(options: { metrics?: boolean } = {}): Promise<number | undefined> {
     await this.stopOperator();
     process.env.LOG_LEVEL ??= "warn";
     const manager = new Manager({
       kubeconfig: this.plane.kubeconfigPath,
-      metrics: false,
+      metrics: options.metrics ? { port: 0, secure: false } : false,
       probes: false,
       handleSignals: false,
       gracefulShutdownMs: 2_000,
     });
     manager.add(sampleDBController);
+    if (options.metrics) sampleDBMetrics.register(manager.metrics.registry, { maxAgeMs: 1_000 });
     const running = manager.start();
     await Promise.race([manager.ready, running]);
     this.manager = manager;
+    return manager.ports.metrics;
   }
 
   async stopOperator(): Promise<void> {
