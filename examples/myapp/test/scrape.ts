@@ -95,10 +95,6 @@ export async function scrapeOperator(
   const token = (
     await cluster.k(["-n", "monitoring", "create", "token", "prometheus", "--duration=1h"])
   ).trim();
-  const files = mkdtempSync(join(tmpdir(), "myapp-prometheus-"));
-  writeFileSync(join(files, "ca.crt"), caPem);
-  writeFileSync(join(files, "other-ca.crt"), CertificateAuthority.create("someone-else").cert);
-  writeFileSync(join(files, "token"), token);
   // What the ServiceMonitor selects: the metrics Service's `https` port on each ready pod. Debian's
   // Prometheus is built without Kubernetes discovery, so the test reads the EndpointSlice itself.
   const addresses = await cluster.get(
@@ -107,6 +103,10 @@ export async function scrapeOperator(
   );
   const targets = addresses.split(" ").map((ip) => `${ip}:8443`);
   expect(targets).toHaveLength(2);
+  const files = mkdtempSync(join(tmpdir(), "myapp-prometheus-"));
+  writeFileSync(join(files, "ca.crt"), caPem);
+  writeFileSync(join(files, "other-ca.crt"), CertificateAuthority.create("someone-else").cert);
+  writeFileSync(join(files, "token"), token);
   const job = (name: string, caFile: string) => ({
     job_name: name,
     scheme: "https",
@@ -114,55 +114,54 @@ export async function scrapeOperator(
     authorization: { type: "Bearer", credentials_file: join(files, "token") },
     tls_config: { ca_file: join(files, caFile), server_name: SERVICE_DNS },
   });
-  const prometheus = await new PrometheusServer({
-    // The second job trusts another CA: its scrapes must fail, or nothing was verified.
-    scrapeConfigs: [job(JOB, "ca.crt"), job("untrusted", "other-ca.crt")],
-    ruleGroups: alertRules(),
-  }).start();
+  let prometheus: PrometheusServer | undefined;
   try {
+    prometheus = await new PrometheusServer({
+      // The second job trusts another CA: its scrapes must fail, or nothing was verified.
+      scrapeConfigs: [job(JOB, "ca.crt"), job("untrusted", "other-ca.crt")],
+      ruleGroups: alertRules(),
+    }).start();
+    const server = prometheus;
     const scraped = async () => {
-      const targets = await prometheus.targets();
+      const targets = await server.targets();
       const mine = targets.filter((t) => t.labels.job === JOB);
       return mine.length === 2 && mine.every((t) => t.health === "up") ? targets : undefined;
     };
     await until(async () => (await scraped()) !== undefined, 60_000, "both operator pods scraped").catch(
       async (error: Error) => {
-        throw new Error(`${error.message}: ${JSON.stringify(await prometheus.targets())}`);
+        throw new Error(`${error.message}: ${JSON.stringify(await server.targets())}`);
       },
     );
     await until(
-      async () =>
-        (await prometheus.targets()).some((t) => t.labels.job === "untrusted" && t.lastError !== ""),
+      async () => (await server.targets()).some((t) => t.labels.job === "untrusted" && t.lastError !== ""),
       30_000,
       "a scrape with the wrong CA to fail",
     );
-    const refused = (await prometheus.targets()).find((t) => t.labels.job === "untrusted");
+    const refused = (await server.targets()).find((t) => t.labels.job === "untrusted");
     expect(refused?.lastError).toContain("certificate signed by unknown authority");
-    const reconciled = await prometheus.query(
+    const reconciled = await server.query(
       `controller_runtime_reconcile_total{job="${JOB}",result="success"} > 0`,
     );
     expect(reconciled.length).toBeGreaterThan(0);
     // Healthy: a few evaluations (each rule's `for` is 5 s) and no alert at all.
     await new Promise((resolve) => setTimeout(resolve, 8_000));
-    expect((await prometheus.alerts()).map((a) => a.labels.alertname)).toEqual([]);
+    expect((await server.alerts()).map((a) => a.labels.alertname)).toEqual([]);
 
     const broken = Date.now();
     await breakIt();
     await until(
       async () =>
-        (await prometheus.alerts()).some(
+        (await server.alerts()).some(
           (a) => a.labels.alertname === "KubeloopReconcileErrorsHigh" && a.state === "firing",
         ),
       90_000,
       "KubeloopReconcileErrorsHigh to fire",
     );
-    const alert = (await prometheus.alerts()).find(
-      (a) => a.labels.alertname === "KubeloopReconcileErrorsHigh",
-    );
+    const alert = (await server.alerts()).find((a) => a.labels.alertname === "KubeloopReconcileErrorsHigh");
     expect(alert?.annotations.summary).toMatch(/^myapp-operator: controller \S+ fails .+ of its reconciles$/);
     return Date.now() - broken;
   } finally {
-    await prometheus.stop();
+    await prometheus?.stop();
     rmSync(files, { recursive: true, force: true });
   }
 }
