@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ControlPlane } from "kubeloop/testing";
+import type { ControlPlane, KubectlResult } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildImage, type Cluster, cluster, NS, nginx, startPlane } from "./cluster.ts";
 import { root } from "./operator.ts";
+import { writeOverlay } from "./overlay.ts";
 
 // The operator as its users ship it: `kubeloop build` makes its image, the node profile loads it,
 // `kubeloop deploy` installs the generated config/ and the operator runs as pods on a real node:
@@ -238,4 +239,47 @@ subjects: [{ kind: ServiceAccount, name: reader, namespace: site }]
       expect(left.stderr, what.join(" ")).toContain("NotFound");
     }
   }, 180_000);
+});
+
+describe("the nginx operator installed by kubectl apply -k, without cert-manager", () => {
+  it("comes up from an overlay of config/default that brings the webhook certificate, and its webhooks answer", async () => {
+    const overlay = writeOverlay(join(work, "kustomize"), IMAGE, {
+      ALLOWED_REGISTRIES: "kubeloop.local,docker.io",
+    });
+    const started = Date.now();
+    const applied = await k(["apply", "-k", overlay]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const rolled = await k(["-n", NS, "rollout", "status", "deployment/nginx-operator", "--timeout=180s"]);
+    expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0);
+    console.log(`kubectl apply -k → operator pods Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // The API server calls the webhooks through their Service, trusting the overlay's CA.
+    expect(
+      (await k(["apply", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata: { name: site }\n")).code,
+    ).toBe(0);
+    let defaulted: KubectlResult | undefined;
+    await wait(
+      async () => {
+        defaulted = await k(
+          ["apply", "--dry-run=server", "-o", "jsonpath={.spec.image}", "-f", "-"],
+          nginx("d", 1, "nginx:1.27"),
+        );
+        return defaulted.code === 0;
+      },
+      60_000,
+      "the defaulting webhook to answer",
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}: ${defaulted?.stderr}`);
+    });
+    expect(defaulted?.stdout).toBe("docker.io/library/nginx:1.27");
+    const denied = await k(["apply", "--dry-run=server", "-f", "-"], nginx("v", 1, "quay.io/x/nginx:1"));
+    expect(denied.stderr).toContain('spec.image: registry "quay.io" is not allowed');
+    const applied2 = await k(["apply", "-f", "-"], nginx("kustomized", 1, nginxImage));
+    expect(applied2.code, applied2.stderr).toBe(0);
+    await wait(async () => (await readyReplicas("kustomized")) === "True", 120_000, "the Nginx to be Ready");
+    const old = await jsonpath(
+      ["-n", "site", "get", "nginxes.v1alpha1.proxy.example.com", "kustomized"],
+      "{.spec.count}",
+    );
+    expect(old).toBe("1");
+  }, 300_000);
 });

@@ -84,6 +84,19 @@ export class Controller<T extends KubeObject> {
     return this.prepared?.caches.informers ?? [];
   }
 
+  /**
+   * Why this controller's workers look stuck, or undefined: keys have waited `afterMs` with no
+   * worker taking one (see `WorkQueue.stalledSeconds`). For the manager's liveness check.
+   * @internal
+   */
+  stalled(afterMs: number): string | undefined {
+    const queue = this.prepared?.queue;
+    const stalled = queue?.stalledSeconds() ?? 0;
+    if (!queue || stalled * 1000 < afterMs) return undefined;
+    const { processing } = queue.counts();
+    return `controller "${this.name}": ${queue.length} key(s) waiting, no worker took one for ${Math.round(stalled)} s (${processing} reconcile(s) running, the longest for ${Math.round(queue.longestRunningProcessorSeconds())} s)`;
+  }
+
   /** The number of workers wanted now: `concurrency`, or where the adaptive limit stands. */
   get concurrency(): number {
     return this.prepared?.pool.size ?? 0;

@@ -35,6 +35,7 @@ export {
   DEFAULT_METRICS_PORT,
   DEFAULT_PROBES_PORT,
   DEFAULT_SECURE_METRICS_PORT,
+  DEFAULT_STALL_TIMEOUT_MS,
   Manager,
   type ManagerOptions,
   type MetricsServing,

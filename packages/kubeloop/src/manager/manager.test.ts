@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,6 +127,69 @@ describe("Manager", () => {
       /Caches did not sync within 3s:\n {2}Counter \(test.kubeloop.dev\/v1\) in all namespaces: .*cannot list resource "counters"/,
     );
     await limited.close();
+  });
+
+  it("fails /healthz while every worker is stuck in a call that never returns, and recovers once it does", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "stuck" } });
+    // A server that accepts and never answers: a reconcile calling it without a timeout hangs, as
+    // one calling a wedged backend does. Only the event loop still runs: `ping` stays ok.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket)).listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const { port } = silent.address() as AddressInfo;
+    const manager = new Manager({
+      client,
+      logger,
+      probes: { port: 0, stallTimeoutMs: 3_000 },
+      metrics: false,
+      handleSignals: false,
+    });
+    const reconciled: string[] = [];
+    manager.add(
+      controller(ConfigMap)
+        .named("stuck")
+        .inNamespace("stuck")
+        .concurrency(1)
+        .reconcile(async (object) => {
+          if (object.metadata?.name === "hang")
+            await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined);
+          reconciled.push(object.metadata?.name ?? "");
+        }),
+    );
+    const running = manager.start();
+    await manager.ready;
+    const healthz = async () => {
+      const response = await fetch(`http://127.0.0.1:${manager.ports.probes}/healthz?verbose`);
+      return { status: response.status, body: await response.text() };
+    };
+    try {
+      expect((await healthz()).status).toBe(200);
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "hang", namespace: "stuck" },
+      });
+      await until(() => sockets.size === 1, 10_000, "the reconcile to call the silent server");
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "next", namespace: "stuck" },
+      });
+      expect((await healthz()).status).toBe(200); // keys waiting a moment are no wedge
+      await until(async () => (await healthz()).status === 500, 10_000, "/healthz to fail");
+      expect((await healthz()).body).toMatch(
+        /^\[\+\]ping ok\n\[-\]reconcilers failed: controller "stuck": 1 key\(s\) waiting, no worker took one for \d+ s \(1 reconcile\(s\) running, the longest for \d+ s\)\nhealthz check failed\n$/,
+      );
+      expect(reconciled).toEqual([]);
+      for (const socket of sockets) socket.destroy(); // the backend answers at last (by hanging up)
+      await until(async () => (await healthz()).status === 200, 10_000, "/healthz to recover");
+      expect(reconciled).toEqual(["hang", "next"]);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await manager.stop();
+      await running;
+    }
   });
 
   it("finishes a slow reconcile on SIGTERM, naming what the shutdown waits for, releases its lease, and exits 0", async () => {

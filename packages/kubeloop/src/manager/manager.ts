@@ -18,7 +18,7 @@ import { Sharding } from "./sharding/index.js";
 import { startTracing, type Tracing } from "./tracing.js";
 
 export type { ManagerOptions, MetricsServing } from "./options.js";
-export { optionsFromEnv, watchNamespaces } from "./options.js";
+export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, watchNamespaces } from "./options.js";
 export { DEFAULT_METRICS_PORT, DEFAULT_PROBES_PORT, DEFAULT_SECURE_METRICS_PORT } from "./servers.js";
 
 /** controller-runtime's CacheSyncTimeout default. */
@@ -100,6 +100,10 @@ export class Manager {
       client: () => this.client,
       webhooks: this.webhookDefinitions,
       checkInformers: () => this.checkInformers(),
+      checkProgress: (afterMs) => {
+        const stalled = this.controllers.flatMap((c) => c.stalled(afterMs) ?? []);
+        if (stalled.length) throw new Error(stalled.join("; "));
+      },
     });
     this.metricsSecure = this.servers.metricsSecure;
     for (const runnable of this.servers.servers()) this.runnables.add("servers", runnable);

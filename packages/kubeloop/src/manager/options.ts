@@ -5,6 +5,9 @@ import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
 import type { ShardingOptions } from "./sharding/index.js";
 
+/** Keys may wait this long with no worker taking any before `/healthz` fails: 5 minutes. */
+export const DEFAULT_STALL_TIMEOUT_MS = 5 * 60_000;
+
 /** How a `Manager` runs; every field has a default (see {@link optionsFromEnv} for those the environment sets). */
 export interface ManagerOptions {
   /** A ready client; by default one is made from the kubeconfig (or the pod's service account). */
@@ -44,8 +47,15 @@ export interface ManagerOptions {
    * `{ ring: $SHARDING_RING }` when that is set and `leaderElection` is not.
    */
   sharding?: ShardingOptions;
-  /** `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none. */
-  probes?: false | { port?: number; host?: string };
+  /**
+   * `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none.
+   * `/healthz` answers while the event loop runs (`ping`) and fails (`reconcilers`) when a
+   * controller's keys have waited `stallTimeoutMs` while no worker took any: every worker is stuck
+   * in a reconcile that never returns, and only a restart frees them. Default
+   * {@link DEFAULT_STALL_TIMEOUT_MS}; 0 turns that check off (e.g. reconciles that legitimately
+   * hold every worker longer).
+   */
+  probes?: false | { port?: number; host?: string; stallTimeoutMs?: number };
   /**
    * `/metrics`. `false` for none, and then no process and Node.js metrics are collected either.
    * Secure (HTTPS, readers authenticated by TokenReview and authorized by SubjectAccessReview, as

@@ -7,7 +7,7 @@ import { DEFAULT_WEBHOOK_PORT, WebhookServer } from "../webhook/index.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
 import type { Metrics } from "./metrics.js";
 import { MetricsAuthorizer } from "./metrics-auth.js";
-import type { ManagerOptions, MetricsServing } from "./options.js";
+import { DEFAULT_STALL_TIMEOUT_MS, type ManagerOptions, type MetricsServing } from "./options.js";
 import type { Runnable } from "./runnables.js";
 
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
@@ -27,6 +27,8 @@ export interface ServersDeps {
   webhooks: readonly WebhookDefinition[];
   /** The readiness of the caches: throws naming what is not ready. */
   checkInformers: () => void;
+  /** Liveness of the controllers: throws naming each whose workers took no key for `afterMs`. */
+  checkProgress: (afterMs: number) => void;
 }
 
 /**
@@ -102,6 +104,9 @@ export class ManagerServers {
       ...(this.sharesPort ? { metrics: this.deps.metrics } : {}),
     });
     server.addHealthCheck("ping", () => {});
+    const stallTimeoutMs = probes.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    if (stallTimeoutMs > 0)
+      server.addHealthCheck("reconcilers", () => this.deps.checkProgress(stallTimeoutMs));
     server.addReadyCheck("informers", () => this.deps.checkInformers());
     if (this.deps.webhooks.length) {
       server.addReadyCheck("webhooks", () => {

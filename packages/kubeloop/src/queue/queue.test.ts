@@ -521,6 +521,24 @@ describe("WorkQueue: shutdown", () => {
 });
 
 describe("WorkQueue: readings", () => {
+  it("reports how long ready keys have waited while no worker took any", async () => {
+    const { clock, queue } = setup();
+    queue.add("a");
+    clock.advance(2000);
+    expect(queue.stalledSeconds()).toBe(2); // nobody has taken a key since "a" became ready
+    await queue.get(); // "a": now stuck
+    queue.add("b");
+    queue.addAfter("c", 60_000); // delayed keys are not waiting for a worker
+    clock.advance(5000);
+    expect(queue.stalledSeconds()).toBe(5);
+    queue.add("a"); // dirty while processing: not a waiting key either
+    expect(queue.stalledSeconds()).toBe(5);
+    await queue.get(); // "b": a worker took a key, the clock restarts
+    expect(queue.stalledSeconds()).toBe(0);
+    clock.advance(1000);
+    expect(queue.stalledSeconds()).toBe(0); // none is queued ("a" waits for its own done)
+  });
+
   it("reports unfinished work and the longest-running key from the start times", async () => {
     const { clock, queue } = setup();
     expect(queue.unfinishedWorkSeconds()).toBe(0);

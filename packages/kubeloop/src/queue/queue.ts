@@ -172,6 +172,8 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
   private readonly waiters = new Deque<Waiter<K>>();
   private readonly delays: DelayScheduler<Entry<K>>;
   private shutting = false;
+  /** When a worker last took a key (`get()`), for {@link WorkQueue.stalledSeconds}. */
+  private lastStartedAt = Number.NEGATIVE_INFINITY;
   private drain: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(options: WorkQueueOptions<K> = {}) {
@@ -352,6 +354,21 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     return longest / 1000;
   }
 
+  /**
+   * For how long ready keys have waited while no worker took any key, in seconds; 0 when none
+   * waits. Slow workers still take keys now and then; a value that keeps growing means every
+   * worker is stuck in a call that never returns (the manager's `/healthz` fails on it).
+   */
+  stalledSeconds(): number {
+    if (this.queued === 0) return 0;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const entry of this.pending.values()) {
+      if (!entry.waiting && !this.processing.has(entry.key) && entry.readyAt < oldest) oldest = entry.readyAt;
+    }
+    if (oldest === Number.POSITIVE_INFINITY) return 0;
+    return Math.max(0, this.clock.now() - Math.max(oldest, this.lastStartedAt)) / 1000;
+  }
+
   // --- internals -------------------------------------------------------------------------------
 
   /** `get` and `getWithPriority`: the next ready key, or the next to become ready, as `result` shapes it. */
@@ -436,6 +453,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     this.dirty--;
     const now = this.clock.now();
     entry.startedAt = now;
+    this.lastStartedAt = now;
     this.processing.set(entry.key, entry);
     const metrics = this.metrics;
     if (metrics !== undefined) {

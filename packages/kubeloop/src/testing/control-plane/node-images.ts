@@ -91,6 +91,8 @@ http {
 }
 `,
       "/var/www/html/index.html": "<html><body><h1>Welcome to nginx!</h1></body></html>\n",
+      // What apps' readiness probes ask for (the MyApp example's pods probe /healthz).
+      "/var/www/html/healthz": "ok\n",
     },
     user: "65532:65532",
     exposedPorts: [8080],

@@ -1,0 +1,167 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CertificateAuthority, PrometheusServer, readManifests } from "kubeloop/testing";
+import { expect } from "vitest";
+import { DEPLOYMENT, type kubectlOn, NS, until } from "./cluster.ts";
+import { root } from "./operator.ts";
+
+// A real Prometheus (this machine's, a host process) scraping the operator's pods as the generated
+// ServiceMonitor describes: every endpoint of the metrics Service, HTTPS, a ServiceAccount's token.
+// Unlike that ServiceMonitor (which skips verification of the manager's self-signed certificate),
+// the certificate is issued here from a CA Prometheus trusts, and mounted the way kubebuilder's
+// `cert_metrics_manager_patch.yaml` does (a Secret, METRICS_CERT_DIR).
+
+/** The job name the generated alert rules select (`job="<operator>-metrics"`: the Service's name). */
+const JOB = "myapp-operator-metrics";
+const CERT_DIR = "/tmp/k8s-metrics-server/metrics-certs";
+const SERVICE_DNS = `${JOB}.${NS}.svc`;
+
+/** The generated alert rules (config/prometheus), with every `for` cut to 5 s so a test can see one fire. */
+function alertRules(): object[] {
+  const rule = readManifests([join(root, "config/prometheus")]).find((o) => o.kind === "PrometheusRule") as
+    | { spec: { groups: { name: string; rules: { for?: string }[] }[] } }
+    | undefined;
+  if (!rule) throw new Error("config/prometheus has no PrometheusRule");
+  return rule.spec.groups.map((group) => ({
+    ...group,
+    rules: group.rules.map((r) => (r.for ? { ...r, for: "5s" } : r)),
+  }));
+}
+
+/** The operator's metrics served with a certificate of a CA of the test's; returns that CA. */
+async function issueMetricsCertificate(
+  cluster: ReturnType<typeof kubectlOn>,
+  rolledOut: () => Promise<void>,
+): Promise<string> {
+  const ca = CertificateAuthority.create("myapp-operator-metrics-ca");
+  const issued = ca.issueServing({
+    commonName: SERVICE_DNS,
+    dnsNames: [JOB, SERVICE_DNS, `${SERVICE_DNS}.cluster.local`],
+    ipAddresses: [],
+  });
+  await cluster.apply({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: `${DEPLOYMENT}-metrics-server-cert`, namespace: NS },
+    type: "kubernetes.io/tls",
+    stringData: { "tls.crt": issued.cert, "tls.key": issued.key, "ca.crt": ca.cert },
+  });
+  const patch = [
+    {
+      op: "add",
+      path: "/spec/template/spec/volumes/-",
+      value: {
+        name: "metrics-certs",
+        secret: { secretName: `${DEPLOYMENT}-metrics-server-cert`, defaultMode: 0o444 },
+      },
+    },
+    {
+      op: "add",
+      path: "/spec/template/spec/containers/0/volumeMounts/-",
+      value: { name: "metrics-certs", mountPath: CERT_DIR, readOnly: true },
+    },
+    {
+      op: "add",
+      path: "/spec/template/spec/containers/0/env/-",
+      value: { name: "METRICS_CERT_DIR", value: CERT_DIR },
+    },
+  ];
+  await cluster.k(["-n", NS, "patch", "deployment", DEPLOYMENT, "--type=json", "-p", JSON.stringify(patch)]);
+  await rolledOut();
+  return ca.cert;
+}
+
+/**
+ * Scrapes the operator with a real Prometheus and the generated alert rules: every pod up over
+ * verified HTTPS, no alert while it is healthy; then `breakIt` makes reconciles fail and the
+ * reconcile-error alert must fire. Resolves with the time from `breakIt` to the alert firing.
+ */
+export async function scrapeOperator(
+  cluster: ReturnType<typeof kubectlOn>,
+  rolledOut: () => Promise<void>,
+  breakIt: () => Promise<void>,
+): Promise<number> {
+  const caPem = await issueMetricsCertificate(cluster, rolledOut);
+  await cluster.k(["create", "namespace", "monitoring"]);
+  await cluster.k(["-n", "monitoring", "create", "serviceaccount", "prometheus"]);
+  await cluster.k([
+    "create",
+    "clusterrolebinding",
+    "prometheus-myapp-metrics",
+    `--clusterrole=${DEPLOYMENT}-metrics-reader`,
+    "--serviceaccount=monitoring:prometheus",
+  ]);
+  const token = (
+    await cluster.k(["-n", "monitoring", "create", "token", "prometheus", "--duration=1h"])
+  ).trim();
+  // What the ServiceMonitor selects: the metrics Service's `https` port on each ready pod. Debian's
+  // Prometheus is built without Kubernetes discovery, so the test reads the EndpointSlice itself.
+  const addresses = await cluster.get(
+    ["-n", NS, "get", "endpointslices", "-l", `kubernetes.io/service-name=${JOB}`],
+    "{.items[*].endpoints[?(@.conditions.ready==true)].addresses[0]}",
+  );
+  const targets = addresses.split(" ").map((ip) => `${ip}:8443`);
+  expect(targets).toHaveLength(2);
+  const files = mkdtempSync(join(tmpdir(), "myapp-prometheus-"));
+  writeFileSync(join(files, "ca.crt"), caPem);
+  writeFileSync(join(files, "other-ca.crt"), CertificateAuthority.create("someone-else").cert);
+  writeFileSync(join(files, "token"), token);
+  const job = (name: string, caFile: string) => ({
+    job_name: name,
+    scheme: "https",
+    static_configs: [{ targets }],
+    authorization: { type: "Bearer", credentials_file: join(files, "token") },
+    tls_config: { ca_file: join(files, caFile), server_name: SERVICE_DNS },
+  });
+  let prometheus: PrometheusServer | undefined;
+  try {
+    prometheus = await new PrometheusServer({
+      // The second job trusts another CA: its scrapes must fail, or nothing was verified.
+      scrapeConfigs: [job(JOB, "ca.crt"), job("untrusted", "other-ca.crt")],
+      ruleGroups: alertRules(),
+    }).start();
+    const server = prometheus;
+    const scraped = async () => {
+      const targets = await server.targets();
+      const mine = targets.filter((t) => t.labels.job === JOB);
+      return mine.length === 2 && mine.every((t) => t.health === "up") ? targets : undefined;
+    };
+    await until(async () => (await scraped()) !== undefined, 60_000, "both operator pods scraped").catch(
+      async (error: Error) => {
+        throw new Error(`${error.message}: ${JSON.stringify(await server.targets())}`);
+      },
+    );
+    await until(
+      async () => (await server.targets()).some((t) => t.labels.job === "untrusted" && t.lastError !== ""),
+      30_000,
+      "a scrape with the wrong CA to fail",
+    );
+    const refused = (await server.targets()).find((t) => t.labels.job === "untrusted");
+    expect(refused?.lastError).toContain("certificate signed by unknown authority");
+    const reconciled = await server.query(
+      `controller_runtime_reconcile_total{job="${JOB}",result="success"} > 0`,
+    );
+    expect(reconciled.length).toBeGreaterThan(0);
+    // Healthy: a few evaluations (each rule's `for` is 5 s) and no alert at all.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    expect((await server.alerts()).map((a) => a.labels.alertname)).toEqual([]);
+
+    const broken = Date.now();
+    await breakIt();
+    await until(
+      async () =>
+        (await server.alerts()).some(
+          (a) => a.labels.alertname === "KubeloopReconcileErrorsHigh" && a.state === "firing",
+        ),
+      90_000,
+      "KubeloopReconcileErrorsHigh to fire",
+    );
+    const alert = (await server.alerts()).find((a) => a.labels.alertname === "KubeloopReconcileErrorsHigh");
+    expect(alert?.annotations.summary).toMatch(/^myapp-operator: controller \S+ fails .+ of its reconciles$/);
+    return Date.now() - broken;
+  } finally {
+    await prometheus?.stop();
+    rmSync(files, { recursive: true, force: true });
+  }
+}
