@@ -90,6 +90,8 @@ describe("kubeloop init", () => {
       "test/environment.ts",
       "test/config.test.ts",
       "test/check.test.ts",
+      "vitest.e2e.config.ts",
+      "test/e2e/operator.e2e.test.ts",
     ]) {
       expect(existsSync(join(project, file)), file).toBe(true);
     }
@@ -97,6 +99,7 @@ describe("kubeloop init", () => {
     expect(Object.keys(json.scripts)).toEqual([
       "build",
       "test",
+      "test:e2e",
       "generate",
       "run",
       "cluster",
@@ -104,6 +107,9 @@ describe("kubeloop init", () => {
       "build:image",
     ]);
     expect(json.scripts["build:image"]).toBe("kubeloop build --tarball image.tar");
+    // The e2e suite runs on its own config; npm test's config leaves it out.
+    expect(json.scripts["test:e2e"]).toBe("vitest run --config vitest.e2e.config.ts");
+    expect(readFileSync(join(project, "vitest.config.ts"), "utf8")).toContain('"test/e2e/**"');
     // The image is built by `kubeloop build`, not by a Dockerfile nothing would build.
     expect(existsSync(join(project, "Dockerfile"))).toBe(false);
     expect(json.kubeloop).toEqual({

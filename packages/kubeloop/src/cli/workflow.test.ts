@@ -24,8 +24,8 @@ import { readLayout } from "./image/index.js";
 // the npm cache): init, create api twice (a namespaced kind, and a cluster-scoped one with every
 // webhook), `kubeloop run` with no kubeconfig (so it starts the local cluster profile), a sample
 // applied with kubectl and reconciled to Ready=True — timed from init — then a restart on a source
-// change, uninstall's refusal, deploy/undeploy, and the project's own `npm test`, `npm run build`
-// and `generate --check`.
+// change, uninstall's refusal, deploy/undeploy, the project's own `npm test`, `npm run build`
+// and `generate --check`, its image, and its `npm run test:e2e` on a real node (root).
 
 const packageDir = join(import.meta.dirname, "../..");
 const repoCli = join(packageDir, "dist/cli/main.js");
@@ -275,7 +275,7 @@ describe("the developer workflow", () => {
     const check = kubeloop("generate", "--check");
     expect(check.code, check.output).toBe(0);
     expect(check.output).toContain("config is up to date");
-  });
+  }, 300_000);
 
   it("builds its image without Docker: npm run build:image writes image.tar named as package.json says", () => {
     const build = sh("npm", ["run", "build:image"]);
@@ -290,4 +290,12 @@ describe("the developer workflow", () => {
     expect(index.manifests[0]?.annotations?.["io.containerd.image.name"]).toBe(section.image);
     expect(existsSync(join(project, "image.spdx.json"))).toBe(true);
   }, 600_000);
+
+  it("passes its end-to-end suite: npm run test:e2e runs the image as a pod on a real node", () => {
+    const e2e = sh("npm", ["run", "test:e2e"]);
+    expect(e2e.code, e2e.output).toBe(0);
+    // The pod Ready, both samples Ready=True, /metrics answering a reader: none skipped.
+    expect(e2e.output).toMatch(/Tests\s+3 passed \(3\)/);
+    console.log(`npm run test:e2e (image build, node, deploy, samples, metrics): ${e2e.seconds.toFixed(1)}s`);
+  }, 900_000);
 });

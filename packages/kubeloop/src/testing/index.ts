@@ -101,6 +101,7 @@ export {
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";
+export { OperatorE2e, type OperatorE2eOptions } from "./operator-e2e.js";
 export {
   freePort,
   killOperators,

@@ -1,3 +1,4 @@
+import { E2E_CONFIG, E2E_CONFIG_PATH, E2E_TEST, E2E_TEST_PATH } from "./e2e.js";
 import { projectDependencies } from "./versions.js";
 
 /**
@@ -38,6 +39,8 @@ export function projectFiles(options: ProjectOptions): Map<string, string> {
     ["test/environment.ts", ENVIRONMENT],
     ["test/config.test.ts", CONFIG_TEST],
     ["test/check.test.ts", CHECK_TEST],
+    [E2E_CONFIG_PATH, E2E_CONFIG],
+    [E2E_TEST_PATH, E2E_TEST],
   ]);
 }
 
@@ -55,6 +58,7 @@ function packageJson({ name, domain, kubeloopSpec }: ProjectOptions): string {
     scripts: {
       build: "tsc",
       test: "vitest run",
+      "test:e2e": "vitest run --config vitest.e2e.config.ts",
       generate: "kubeloop generate",
       run: "kubeloop run",
       cluster: "kubeloop cluster start --profile cluster",
@@ -94,14 +98,16 @@ const TSCONFIG = `{
     "noEmit": true,
     "skipLibCheck": true
   },
-  "include": ["src", "test", "vitest.config.ts"]
+  "include": ["src", "test", "vitest.config.ts", "vitest.e2e.config.ts"]
 }
 `;
 
-const VITEST_CONFIG = `import { defineConfig } from "vitest/config";
+const VITEST_CONFIG = `import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // test/e2e runs the image on a real node: npm run test:e2e.
+    exclude: [...configDefaults.exclude, "test/e2e/**"],
     // Each test file starts its own API server: separate processes keep them apart.
     pool: "forks",
     // A cold API server takes seconds to start, and the operator a moment to converge.
@@ -157,6 +163,7 @@ and the tests pick them up.
 | \`npm test\` | the tests: each file starts etcd and kube-apiserver, installs \`config/\`, and runs the manager in-process; \`test/config.test.ts\` fails when \`config/\` is stale |
 | \`npm run generate\` | writes \`config/crd\`, \`config/rbac\` (the least the controllers need), \`config/manager\` and \`config/webhook\` from the code, and from them the Helm chart (\`charts/${name}/\`) and the OLM bundle (\`bundle/\`) |
 | \`npx kubeloop check\` | scorecard-like checks of \`config/\` (CRD schemas and descriptions, spec/status, status subresource, RBAC without wildcards); \`--live\` also runs the manager on a local cluster with each sample and checks owner references and cleanup (\`test/check.test.ts\` runs it) |
+| \`npm run test:e2e\` | the operator as it ships (needs root): builds its image, starts a local cluster with a real node (containerd, runc, kubelet), installs the operator with \`kubeloop deploy\`, and checks its pod is Ready, every sample in \`config/samples\` reaches Ready=True and /metrics answers a reader; everything is stopped after |
 | \`npm run build\` | type-checks (Node runs the TypeScript directly; there is nothing to compile) |
 | \`npm run build:image\` | the operator's image without Docker (\`kubeloop build\`): bundled, on the pinned Node, non-root, no shell, for amd64 and arm64, in \`image.tar\` with its SBOM; \`npx kubeloop build --push REF\` pushes it |
 | \`npm run cluster\` | starts a local cluster (API server, controller manager, scheduler, fake nodes) in the background; \`npx kubeloop cluster stop\` stops it |
