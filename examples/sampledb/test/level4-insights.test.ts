@@ -72,8 +72,13 @@ spec: { instances: 2, storage: 256Mi, database: shop, image: ${world.postgres}, 
     let text = "";
     await until(async () => {
       text = await scrape();
-      return sample(text, "sampledb_streaming_replicas") === 1;
-    }, "the primary to report its replica streaming");
+      // Each instance is read on its own schedule: wait for one reading where both are up.
+      return (
+        sample(text, "sampledb_streaming_replicas") === 1 &&
+        sample(text, "sampledb_instance_up", { pod: "shop-1", role: "replica" }) === 1 &&
+        sample(text, "sampledb_instance_in_recovery", { pod: "shop-1" }) === 1
+      );
+    }, "the primary to report its replica streaming, and the replica up in recovery");
     expect(sample(text, "sampledb_instances")).toBe(2);
     expect(sample(text, "sampledb_ready_instances")).toBe(2);
     expect(sample(text, "sampledb_instance_up", { pod: "shop-0", role: "primary" })).toBe(1);
