@@ -77,7 +77,7 @@ const WARMUP = 50;
 const VARIANTS = (opts.variants ?? "").split("|");
 const variantName = (flags) => (flags ? `kubeloop node ${flags}` : "kubeloop, plain node");
 // kubeloop runs as its image runs it: through the launcher, which adds heap flags sized from the
-// memory limit (none here unless the runner is in a memory cgroup: --max-semi-space-size=8 only).
+// memory limit (none here unless the runner is in a memory cgroup: --max-semi-space-size=4 only).
 const LAUNCHER = fileURLToPath(new URL("./cli/image/launcher.js", import.meta.resolve("kubeloop")));
 const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
 const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");

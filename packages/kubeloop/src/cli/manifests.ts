@@ -215,7 +215,7 @@ export function deployManifests({
                           ]
                         : [{ name: "LEADER_ELECT", value: "true" }]),
                       // The image's launcher sizes V8's heap from this limit (--max-old-space-size at
-                      // 75%, --max-semi-space-size=8; docs/performance.md). NODE_OPTIONS set here wins.
+                      // 75%, --max-semi-space-size=4; docs/performance.md). NODE_OPTIONS set here wins.
                       {
                         name: "KUBELOOP_MEMORY_LIMIT",
                         valueFrom: {

@@ -27,21 +27,21 @@ function launch(env: Record<string, string>, prefix: string[] = []) {
 
 describe("heap flags", () => {
   it("cap the young generation always, and the old one at 75% of a memory limit", () => {
-    expect(heapFlags(undefined)).toEqual(["--max-semi-space-size=8"]);
-    expect(heapFlags(512 * MIB)).toEqual(["--max-semi-space-size=8", "--max-old-space-size=384"]);
-    expect(heapFlags(2048 * MIB)).toEqual(["--max-semi-space-size=8", "--max-old-space-size=1536"]);
-    expect(heapFlags(64 * MIB)).toEqual(["--max-semi-space-size=8", "--max-old-space-size=64"]);
+    expect(heapFlags(undefined)).toEqual(["--max-semi-space-size=4"]);
+    expect(heapFlags(512 * MIB)).toEqual(["--max-semi-space-size=4", "--max-old-space-size=384"]);
+    expect(heapFlags(2048 * MIB)).toEqual(["--max-semi-space-size=4", "--max-old-space-size=1536"]);
+    expect(heapFlags(64 * MIB)).toEqual(["--max-semi-space-size=4", "--max-old-space-size=64"]);
   });
 
   it("leave alone every heap flag the user set, in NODE_OPTIONS or on node's command line", () => {
-    expect(heapFlags(512 * MIB, "--max-old-space-size=200")).toEqual(["--max-semi-space-size=8"]);
+    expect(heapFlags(512 * MIB, "--max-old-space-size=200")).toEqual(["--max-semi-space-size=4"]);
     expect(heapFlags(512 * MIB, "--enable-source-maps --max_semi_space_size=16")).toEqual([
       "--max-old-space-size=384",
     ]);
     expect(heapFlags(512 * MIB, "", ["--max-semi-space-size", "2"])).toEqual(["--max-old-space-size=384"]);
     expect(heapFlags(512 * MIB, "--max-heap-size=300")).toEqual([]);
     // A flag that only starts the same is not the same flag.
-    expect(heapFlags(undefined, "--max-semi-space-size-x=1")).toEqual(["--max-semi-space-size=8"]);
+    expect(heapFlags(undefined, "--max-semi-space-size-x=1")).toEqual(["--max-semi-space-size=4"]);
   });
 
   it("read the limit from the downward API first, else the cgroup's, and none when it is the machine's", () => {
@@ -56,7 +56,7 @@ describe("heap flags", () => {
 describe("the launcher", () => {
   it("execs node with the flags, its own node flags and the operator's arguments", () => {
     const run = launch({ KUBELOOP_MEMORY_LIMIT: String(512 * MIB) });
-    expect(run.execArgv).toEqual(["--max-semi-space-size=8", "--max-old-space-size=384"]);
+    expect(run.execArgv).toEqual(["--max-semi-space-size=4", "--max-old-space-size=384"]);
     expect(run.argv).toEqual(["--flag"]);
     expect(run.heapLimit).toBeLessThan(450 * MIB);
   });
@@ -66,7 +66,7 @@ describe("the launcher", () => {
       KUBELOOP_MEMORY_LIMIT: String(512 * MIB),
       NODE_OPTIONS: "--max-old-space-size=100",
     });
-    expect(run.execArgv).toEqual(["--max-semi-space-size=8"]);
+    expect(run.execArgv).toEqual(["--max-semi-space-size=4"]);
     expect(run.heapLimit).toBeLessThan(150 * MIB);
   });
 
@@ -78,7 +78,7 @@ describe("the launcher", () => {
     try {
       writeFileSync(join(child, cgroup.limitFile), String(256 * MIB));
       const run = launch({}, ["sh", "-c", `echo $$ > ${join(child, "cgroup.procs")}; exec "$@"`, "sh"]);
-      expect(run.execArgv).toEqual(["--max-semi-space-size=8", "--max-old-space-size=192"]);
+      expect(run.execArgv).toEqual(["--max-semi-space-size=4", "--max-old-space-size=192"]);
     } finally {
       rmdirSync(child);
     }

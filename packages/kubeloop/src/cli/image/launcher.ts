@@ -14,23 +14,25 @@ export interface HeapSizing {
 
 /**
  * V8 grows each semispace of its young generation up to a size it derives from the memory it
- * sees (64 MiB on a 24 GiB machine without a limit) and keeps it committed: at 10,000 cached
- * objects that is about a third of an operator's RSS. 8 MiB costs a few % more scavenges.
+ * sees (64 MiB on a 24 GiB machine without a limit; about 3.5 MiB under a 512 MiB limit) and
+ * keeps it committed: 65–110 MiB of an operator's RSS at 10,000 cached objects. At 4 MiB the same
+ * operator holds 153 MiB instead of 210–255 (8: 161, 2: 145), with no CPU cost we could measure
+ * (docs/performance.md, "where the memory goes").
  */
-export const SEMI_SPACE_MIB = 8;
+export const SEMI_SPACE_MIB = 4;
 /** The old generation's share of a memory limit: the rest is Node itself, code, young generation, buffers. */
 export const OLD_SPACE_SHARE = 0.75;
 const MIB = 2 ** 20;
 
 /**
  * The heap flags for a container with `limitBytes` of memory (undefined: no limit), leaving alone
- * any heap flag already in `NODE_OPTIONS` or node's own arguments: `--max-semi-space-size=8` and,
+ * any heap flag already in `NODE_OPTIONS` or node's own arguments: `--max-semi-space-size=4` and,
  * under a limit, `--max-old-space-size` at 75% of it (so V8 collects before the kernel kills; by
  * default Node sizes the heap as if the whole limit were its own). `--max-heap-size` given: none.
  *
  * @example
  * ```ts
- * heapFlags(512 * 2 ** 20, "");  // ["--max-semi-space-size=8", "--max-old-space-size=384"]
+ * heapFlags(512 * 2 ** 20, "");  // ["--max-semi-space-size=4", "--max-old-space-size=384"]
  * ```
  */
 export function heapFlags(
