@@ -474,6 +474,8 @@ async function convergeAndChurn(peers, impl) {
     await op.stop();
     await plane.stop();
   }
+  const node = op.lines.find((l) => l.text.startsWith("NODE "))?.text.slice(5); // kubeloop's node flags
+  for (const r of Object.values(results)) r.node = node;
   return results;
 }
 
