@@ -36,6 +36,13 @@ const { values: opts } = parseArgs({
     out: { type: "string" },
     "report-only": { type: "boolean", default: false },
     "converge-only": { type: "boolean", default: false },
+    // Cold start and memory only, at these sizes (e.g. --memory-only --cold 10000 --memory 100,10000).
+    "memory-only": { type: "boolean", default: false },
+    cold: { type: "string" },
+    memory: { type: "string" },
+    // Extra kubeloop rows in cold start and memory: node run directly with these flags, "|"-separated
+    // (default: none, i.e. plain node, the figure without the launcher's heap sizing).
+    variants: { type: "string" },
   },
 });
 const quick = opts.quick;
@@ -61,11 +68,17 @@ const plan = quick
       memoryRounds: 1,
     };
 if (opts.rounds) plan.rounds = Number(opts.rounds);
+if (opts.cold) plan.cold = Number(opts.cold);
+if (opts.memory) plan.memory = opts.memory.split(",").map(Number);
 const CONCURRENCY = Number(opts.concurrency);
 const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates, populate)
 // The floor's workers: 16 was its best on this machine (1,000 Widgets: 4 → 7.4 s, 16 → 4.8 s, 64 → 5.5 s).
 const WARMUP = 50;
-const SEMI = "kubeloop --max-semi-space-size=8";
+const VARIANTS = (opts.variants ?? "").split("|");
+const variantName = (flags) => (flags ? `kubeloop node ${flags}` : "kubeloop, plain node");
+// kubeloop runs as its image runs it: through the launcher, which adds heap flags sized from the
+// memory limit (none here unless the runner is in a memory cgroup: --max-semi-space-size=4 only).
+const LAUNCHER = fileURLToPath(new URL("./cli/image/launcher.js", import.meta.resolve("kubeloop")));
 const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
 const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");
 const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
@@ -127,7 +140,7 @@ function buildKubeloop(cache) {
   return join(out, "widget-operator.js");
 }
 
-function buildPeers() {
+function buildPeers(selected) {
   const cache = join(homedir(), ".cache", "kubeloop", "peers");
   const goVersion = need("go", "Go ≥ 1.24 builds the controller-runtime operator and the load generator");
   const cargoVersion = spawnSync("cargo", ["--version"], { encoding: "utf8" });
@@ -146,7 +159,7 @@ function buildPeers() {
   }
   const rsDir = join(peersDir, "kube-rs");
   const rsOut = join(cache, `kube-rs-${hashTree(rsDir, [".rs", "Cargo.toml", "Cargo.lock"])}`);
-  if (!existsSync(join(rsOut, "kube-rs"))) {
+  if (selected.includes("kube-rs") && !existsSync(join(rsOut, "kube-rs"))) {
     log(`building the kube-rs peer (cargo build --release; several minutes on 2 cores) into ${rsOut}`);
     const target = join(cache, "cargo-target");
     builds.rust = run("cargo", ["build", "--release", "--locked", "--target-dir", target], rsDir);
@@ -157,9 +170,18 @@ function buildPeers() {
   return {
     loadgen: join(goOut, "loadgen"),
     commands: {
-      kubeloop: [process.execPath, buildKubeloop(cache)],
-      // The same operator with V8's young generation capped (see NOTES.md): cold start and memory only.
-      [SEMI]: [process.execPath, "--max-semi-space-size=8", join(cache, "kubeloop", "widget-operator.js")],
+      kubeloop: [process.execPath, LAUNCHER, buildKubeloop(cache)],
+      // The same operator with other Node flags (see NOTES.md): cold start and memory only.
+      ...Object.fromEntries(
+        VARIANTS.map((flags) => [
+          variantName(flags),
+          [
+            process.execPath,
+            ...flags.split(" ").filter(Boolean),
+            join(cache, "kubeloop", "widget-operator.js"),
+          ],
+        ]),
+      ),
       "controller-runtime": [join(goOut, "controller-runtime")],
       "kube-rs": [join(rsOut, "kube-rs")],
       floor: [join(goOut, "loadgen"), "reconcile"],
@@ -452,6 +474,8 @@ async function convergeAndChurn(peers, impl) {
     await op.stop();
     await plane.stop();
   }
+  const node = op.lines.find((l) => l.text.startsWith("NODE "))?.text.slice(5); // kubeloop's node flags
+  for (const r of Object.values(results)) r.node = node;
   return results;
 }
 
@@ -484,6 +508,8 @@ async function coldAndMemory(peers, impls, record) {
         requests,
         rss: steady?.rss ?? Number.NaN,
         heap: op.stats?.heap || Number.NaN,
+        stats: op.stats, // kubeloop's breakdown (heap spaces, external, array buffers), when printed
+        node: op.lines.find((l) => l.text.startsWith("NODE "))?.text.slice(5), // kubeloop's node flags
       };
       for (const scenario of scenarios) record({ round, impl, scenario, ...r });
       log(`  round ${round} ${impl} at ${size}: start→pass ${r.wall.toFixed(2)} s, RSS ${mib(r.rss)} MiB`);
@@ -491,7 +517,7 @@ async function coldAndMemory(peers, impls, record) {
       await op.stop();
     }
   };
-  const frameworks = [...impls.filter((impl) => impl !== "floor"), SEMI]; // the floor keeps no cache
+  const frameworks = [...impls.filter((impl) => impl !== "floor"), ...VARIANTS.map(variantName)]; // the floor keeps no cache
   try {
     let populated = 0;
     const populate = async (size) => {
@@ -547,6 +573,9 @@ function report(samples, peers, impls, startedAt, finishedAt) {
   );
   lines.push(
     `- kubeloop (workspace) on Node ${peers.versions.node}; controller-runtime ${peers.versions.controllerRuntime} (${peers.versions.go}); kube ${peers.versions.kube} + k8s-openapi ${peers.versions.k8sOpenapi} (${peers.versions.rust}, release build); ${floorNote}.`,
+  );
+  lines.push(
+    `- kubeloop runs as its image runs it, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
   );
   lines.push(
     `- ${plan.rounds} round(s), implementations interleaved (order reversed every other round); figures are medians over rounds. Reconcile concurrency ${CONCURRENCY} in every framework.`,
@@ -607,7 +636,7 @@ function report(samples, peers, impls, startedAt, finishedAt) {
       "API requests",
     ]),
   );
-  const cached = [...impls.filter((i) => i !== "floor"), SEMI];
+  const cached = [...impls.filter((i) => i !== "floor"), ...VARIANTS.map(variantName)];
   for (const scenario of ["cold", ...plan.memory.map((n) => `memory-${n}`)]) {
     for (const impl of cached) {
       lines.push(
@@ -728,9 +757,9 @@ if (opts["report-only"]) {
   write(true);
   process.exit(0);
 }
-peers = buildPeers();
+peers = buildPeers(impls);
 log(`plan: ${JSON.stringify(plan)}; load average ${loadavgAtStart}`);
-for (let round = 1; round <= plan.rounds; round++) {
+for (let round = 1; round <= (opts["memory-only"] ? 0 : plan.rounds); round++) {
   const order = round % 2 ? impls : [...impls].reverse();
   for (const impl of order) {
     log(`round ${round}: ${impl} — converge and churn`);

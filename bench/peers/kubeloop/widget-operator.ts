@@ -4,6 +4,8 @@
 // observedGeneration and the Ready condition. Run with Node 24 directly (types are stripped).
 // Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles).
 // Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
+import { readFileSync } from "node:fs";
+import { getHeapSpaceStatistics } from "node:v8";
 import { controller, done, generationChanged, Manager } from "kubeloop";
 import { ConfigMap } from "kubeloop/k8s";
 import { isTrue } from "kubeloop/resources";
@@ -57,7 +59,16 @@ manager.add(widgets);
 const running = manager.start();
 await manager.ready;
 console.log("SYNCED");
+console.log(`NODE ${process.execArgv.join(" ")}`); // the heap flags it runs with (the launcher's)
 setInterval(() => {
-  console.log(`STATS reconciles=${reconciles} heap=${process.memoryUsage().heapUsed}`);
+  // Where the memory goes: V8's spaces (physical), memory outside the heap, and the heap in use.
+  const { heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+  const spaces = getHeapSpaceStatistics().map((s) => `${s.space_name}=${s.physical_space_size}`);
+  // RSS split: anonymous memory (V8's heap, malloc) against file pages (the node binary's code).
+  const rollup = readFileSync("/proc/self/smaps_rollup", "utf8");
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(rollup)?.[1] ?? 0) * 1024;
+  console.log(
+    `STATS reconciles=${reconciles} heap=${heapUsed} heapTotal=${heapTotal} external=${external} arrayBuffers=${arrayBuffers} anonymous=${kb("Anonymous")} file=${kb("Rss") - kb("Anonymous")} ${spaces.join(" ")}`,
+  );
 }, 1000).unref();
 await running;

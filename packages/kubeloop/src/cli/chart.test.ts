@@ -138,6 +138,11 @@ describe("the generated Helm chart", () => {
       name: "ALLOWED_REGISTRIES",
       value: "kubeloop.local",
     });
+    // The launcher in the image sizes the heap from the limit the chart's resources set.
+    expect(deployment.spec.template.spec.containers[0]?.env).toContainEqual({
+      name: "KUBELOOP_MEMORY_LIMIT",
+      valueFrom: { resourceFieldRef: { containerName: "manager", resource: "limits.memory" } },
+    });
     // Every webhook trusts the CA of the serving certificate made in the same render.
     const secret = objects.find((o) => o.kind === "Secret") as KubeObject & { data: Record<string, string> };
     const bundles = objects.flatMap((o) =>

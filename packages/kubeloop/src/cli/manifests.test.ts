@@ -40,6 +40,17 @@ describe("generated deploy manifests", () => {
     expect(reader?.rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
   });
 
+  it("pass the container's memory limit to the image's launcher, which sizes V8's heap from it", () => {
+    const container = one("deployment.yaml").spec.template.spec.containers[0];
+    expect(container.env).toContainEqual({
+      name: "KUBELOOP_MEMORY_LIMIT",
+      valueFrom: { resourceFieldRef: { containerName: container.name, resource: "limits.memory" } },
+    });
+    expect(container.resources.limits.memory).toBe("512Mi");
+    // No heap flags of its own: a NODE_OPTIONS the user adds is theirs alone (the launcher leaves it be).
+    expect(container.env.map((e: { name: string }) => e.name)).not.toContain("NODE_OPTIONS");
+  });
+
   it("offer a ServiceMonitor with the bearer token and a NetworkPolicy admitting only the two ports", () => {
     const optIn = new Map(optInManifests("op", "op-system", true));
     // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.

@@ -214,10 +214,14 @@ export function deployManifests({
                             { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                           ]
                         : [{ name: "LEADER_ELECT", value: "true" }]),
-                      // V8 sizes its young generation from the machine's memory, not the container's
-                      // limit, and keeps it committed: capped, a 10,000-object cache settles at ~167
-                      // instead of ~224 MiB RSS for a few % more CPU (bench/RESULTS.md).
-                      { name: "NODE_OPTIONS", value: "--max-semi-space-size=8" },
+                      // The image's launcher sizes V8's heap from this limit (--max-old-space-size at
+                      // 75%, --max-semi-space-size=4; docs/performance.md). NODE_OPTIONS set here wins.
+                      {
+                        name: "KUBELOOP_MEMORY_LIMIT",
+                        valueFrom: {
+                          resourceFieldRef: { containerName: "manager", resource: "limits.memory" },
+                        },
+                      },
                       { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
                       // Only the namespaces its Roles cover (operator-sdk's variable; unset: all).
                       ...(watchNamespaces?.length

@@ -125,7 +125,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Clust
         "(for a local cluster: `npx kubeloop cluster start` prints one).",
     );
   }
-  return fromKubeconfig(mergeKubeconfigs(found.sources), found.source, options.context);
+  return fromKubeconfig(await mergeKubeconfigs(found.sources), found.source, options.context);
 }
 
 /** The kubeconfig texts `loadConfig` reads, each file once; `undefined` when there is none at all. */

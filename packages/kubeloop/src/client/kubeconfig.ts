@@ -1,6 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve, sep } from "node:path";
-import { parse } from "yaml";
 import { ConfigError } from "./errors.js";
 
 /**
@@ -32,8 +31,12 @@ export interface KubeconfigSource {
   file?: string;
 }
 
-/** Merges kubeconfigs in the order given, as `KUBECONFIG=a:b` does. */
-export function mergeKubeconfigs(sources: KubeconfigSource[]): MergedKubeconfig {
+/**
+ * Merges kubeconfigs in the order given, as `KUBECONFIG=a:b` does. The YAML parser is loaded here,
+ * not at import: an operator in a pod reads its service account, not a kubeconfig.
+ */
+export async function mergeKubeconfigs(sources: KubeconfigSource[]): Promise<MergedKubeconfig> {
+  const { parse } = await import("yaml");
   const merged: MergedKubeconfig = {
     clusters: new Map(),
     users: new Map(),

@@ -1,8 +1,9 @@
 import "./node-check.js";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
-import { buildConnector, Client } from "undici";
+import type { buildConnector as BuildConnector } from "undici";
 import { ConfigError, ConnectionError } from "./errors.js";
+import { buildConnector, Client } from "./undici.js";
 
 /**
  * Proxies, as client-go uses them: a cluster's `proxy-url` (http, https, socks5), else
@@ -128,7 +129,7 @@ function inCidr(ip: string, cidr: string): boolean {
   return true;
 }
 
-type Connector = buildConnector.connector;
+type Connector = BuildConnector.connector;
 
 /**
  * An undici `connect` function that reaches each server through `proxy`: an HTTP CONNECT tunnel
@@ -138,7 +139,7 @@ type Connector = buildConnector.connector;
  */
 export function proxyConnector(
   proxy: string,
-  tls: buildConnector.BuildOptions,
+  tls: BuildConnector.BuildOptions,
 ): { connect: Connector; close(): Promise<void> } {
   const url = new URL(proxy);
   const endpoint = buildConnector({ ...tls, allowH2: false });

@@ -1,10 +1,10 @@
 import "./node-check.js";
 import { context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { Pool } from "undici";
 import { sleep, TokenBucket } from "../util/index.js";
 import type { ClusterConfig, Impersonation } from "./config.js";
 import { type ApiError, apiErrorFor, ConnectionError, type Status, TooManyRequests } from "./errors.js";
 import { proxyConnector } from "./proxy.js";
+import { Pool } from "./undici.js";
 
 /**
  * One pooled HTTP/1.1 connection pool per cluster (undici), with keep-alive and TLS verification on

@@ -1,5 +1,14 @@
-import { CronExpressionParser } from "cron-parser";
+import { createRequire } from "node:module";
+import type { CronExpressionParser } from "cron-parser";
 import { after, type ReconcileResult } from "./result.js";
+
+let cronParser: typeof CronExpressionParser | undefined;
+/** cron-parser (and luxon under it, ~6 MiB of RSS), loaded by the first schedule, not at import. */
+function cron(): typeof CronExpressionParser {
+  cronParser ??= (createRequire(import.meta.url)("cron-parser") as typeof import("cron-parser"))
+    .CronExpressionParser;
+  return cronParser;
+}
 
 /**
  * Scheduled work per object (backups, verification, drift checks), computed from what the object's
@@ -48,7 +57,7 @@ export function cronSchedule(expression: string): CronSchedule {
   }
   const parse = (currentDate: Date) => {
     try {
-      return CronExpressionParser.parse(fields.join(" "), { currentDate, tz: "UTC", strict: false });
+      return cron().parse(fields.join(" "), { currentDate, tz: "UTC", strict: false });
     } catch (error) {
       throw new InvalidSchedule(`Schedule "${expression}" is not valid cron: ${(error as Error).message}`);
     }

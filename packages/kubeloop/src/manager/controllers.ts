@@ -13,7 +13,8 @@ export interface ControllersEnvironment {
   registry: InformerRegistry;
   namespaces: readonly string[] | undefined;
   logger: Logger;
-  metrics: Metrics;
+  /** Undefined when metrics are off: the controllers then record none. */
+  metrics: Metrics | undefined;
   /** Where the event recorder made for each controller goes (the manager closes them on shutdown). */
   recorders: EventRecorder[];
   shard: ShardGate | undefined;
@@ -39,7 +40,7 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
       namespaces: env.namespaces,
       logger,
       events: recorder,
-      metrics: controllerHooks(env.metrics, controller.name),
+      ...(env.metrics ? { metrics: controllerHooks(env.metrics, controller.name) } : {}),
       ...(env.shard ? { shard: env.shard } : {}),
       apiPressure: env.apiPressure,
     });
@@ -58,7 +59,7 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
       ),
     );
   }
-  env.metrics.observeInformers(() =>
+  env.metrics?.observeInformers(() =>
     registry.informers.map((informer) => ({
       kind: informer.type.kind,
       namespace: informer.namespace ?? "",

@@ -45,7 +45,7 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
  */
 export class Manager {
   readonly logger: Logger;
-  readonly metrics: Metrics;
+  private metricsInstance: Metrics | undefined;
   private readonly options: ManagerOptions;
   /** The namespaces watched by controllers without their own; `undefined` for all. */
   readonly namespaces: readonly string[] | undefined;
@@ -91,11 +91,9 @@ export class Manager {
       : resolved.namespaces;
     this.logger = resolved.logger ?? pino({ level: resolved.logLevel ?? "info" });
     this.runnables = new RunnableGroups(this.logger);
-    // Unserved, the process and Node.js collectors (event-loop and GC observers) would only cost.
-    this.metrics = new Metrics({ defaultMetrics: resolved.metrics !== false });
     this.servers = new ManagerServers({
       options: resolved,
-      metrics: this.metrics,
+      metrics: () => this.metrics,
       logger: this.logger,
       client: () => this.client,
       webhooks: this.webhookDefinitions,
@@ -145,6 +143,22 @@ export class Manager {
 
   /** Whether `/metrics` is served over HTTPS behind TokenReview and SubjectAccessReview. */
   readonly metricsSecure: boolean;
+
+  /**
+   * The operator's Prometheus metrics (controller-runtime's series), made at first use. With
+   * `metrics: false` nothing records into them unless they were read before `start()` (and
+   * prom-client is not loaded at all otherwise).
+   */
+  get metrics(): Metrics {
+    // Unserved, the process and Node.js collectors (event-loop and GC observers) would only cost.
+    this.metricsInstance ??= new Metrics({ defaultMetrics: this.options.metrics !== false });
+    return this.metricsInstance;
+  }
+
+  /** What the manager's parts record into: nothing when metrics are off and nobody asked for them. */
+  private get recording(): Metrics | undefined {
+    return this.options.metrics === false ? this.metricsInstance : this.metrics;
+  }
 
   get client(): Client {
     if (!this.clientInstance) throw new Error("The manager has not started: no client yet");
@@ -253,7 +267,7 @@ export class Manager {
             namespaces: c.spec.namespaces ?? this.namespaces,
           })),
         ),
-        metrics: (lease) => this.metrics.leaderElection(lease),
+        ...(this.recording ? { metrics: (lease: string) => this.metrics.leaderElection(lease) } : {}),
       });
     }
     this.prepareControllers(client, registry);
@@ -278,7 +292,7 @@ export class Manager {
       ...(election.leaseDurationMs ? { leaseDurationMs: election.leaseDurationMs } : {}),
       ...(election.renewDeadlineMs ? { renewDeadlineMs: election.renewDeadlineMs } : {}),
       ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
-      metrics: this.metrics.leaderElection(election.id),
+      ...(this.recording ? { metrics: this.recording.leaderElection(election.id) } : {}),
       onStartedLeading: () => {
         const lease = `${namespace}/${election.id}`;
         this.logger.info({ lease, identity: this.elector?.identity }, "became leader");
@@ -303,7 +317,7 @@ export class Manager {
       registry,
       namespaces: this.namespaces,
       logger: this.logger,
-      metrics: this.metrics,
+      metrics: this.recording,
       recorders: this.recorders,
       shard: this.shardingInstance?.member,
       apiPressure: this.apiPressure,
@@ -316,10 +330,10 @@ export class Manager {
       return this.options.client;
     }
     const config = await loadConfig(this.options.kubeconfig ? { kubeconfig: this.options.kubeconfig } : {});
-    const counted = this.metrics.restClient(config.server);
+    const counted = this.recording?.restClient(config.server);
     this.clientInstance = new Client(config, {
       onResponse: (info) => {
-        counted(info);
+        counted?.(info);
         this.apiPressure.record(info);
       },
     });

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
+import { createRequire } from "node:module";
+import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { TransportOptions } from "../client/index.js";
 import type { QueueMetrics } from "../queue/index.js";
 import { DEFAULT_PRIORITY, WORKQUEUE_METRIC_NAMES as WQ } from "../queue/index.js";
@@ -43,7 +44,17 @@ export const RECONCILE_TIME_BUCKETS: readonly number[] = [
  * client-go's workqueue duration buckets, `ExponentialBuckets(10e-9, 10, 12)`: 10 ns to 1000 s, one
  * per decade (the same repeated multiplication, so the same float edges as Go's).
  */
-export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = exponentialBuckets(10e-9, 10, 12);
+export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = Array.from({ length: 12 }, (_, i) =>
+  [...Array(i)].reduce((edge: number) => edge * 10, 10e-9),
+);
+
+/**
+ * prom-client, loaded by the first `Metrics` (~10 MiB of RSS): a manager with `metrics: false`
+ * never makes one. The `createRequire(import.meta.url)(…)` form is what `kubeloop build` bundles.
+ */
+function promClient(): typeof import("prom-client") {
+  return createRequire(import.meta.url)("prom-client") as typeof import("prom-client");
+}
 
 /** The `result` label of `controller_runtime_reconcile_total`. */
 export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_after";
@@ -174,6 +185,7 @@ export class Metrics implements MetricsSource {
   private readonly elections = new Map<string, Required<LeaderElectionMetrics>>();
 
   constructor(options: MetricsOptions = {}) {
+    const { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } = promClient();
     const registry = new Registry();
     this.registry = registry;
     const registers = [registry];

@@ -57,7 +57,8 @@ export interface ManagerOptions {
    */
   probes?: false | { port?: number; host?: string; stallTimeoutMs?: number };
   /**
-   * `/metrics`. `false` for none, and then no process and Node.js metrics are collected either.
+   * `/metrics`. `false` for none, and then nothing is recorded either (prom-client is not even
+   * loaded) unless `manager.metrics` is read before `start()`.
    * Secure (HTTPS, readers authenticated by TokenReview and authorized by SubjectAccessReview, as
    * controller-runtime serves it) on port 8443 in a cluster; plain HTTP on 127.0.0.1:8080 outside
    * one (`kubeloop run`, `npm start`): see {@link MetricsServing}.

@@ -21,7 +21,8 @@ const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
 export interface ServersDeps {
   options: ManagerOptions;
-  metrics: Metrics;
+  /** The manager's metrics, made when first asked for (only when served, or for webhooks). */
+  metrics: () => Metrics;
   logger: Logger;
   client: () => Client;
   webhooks: readonly WebhookDefinition[];
@@ -101,7 +102,7 @@ export class ManagerServers {
     const server = new HealthServer({
       port: probes.port ?? DEFAULT_PROBES_PORT,
       ...(probes.host ? { host: probes.host } : {}),
-      ...(this.sharesPort ? { metrics: this.deps.metrics } : {}),
+      ...(this.sharesPort ? { metrics: this.deps.metrics() } : {}),
     });
     server.addHealthCheck("ping", () => {});
     const stallTimeoutMs = probes.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
@@ -124,7 +125,9 @@ export class ManagerServers {
       ...rest,
       port: options.port ?? DEFAULT_WEBHOOK_PORT,
       ...(options.cert ? {} : { certDir: certDir ?? DEFAULT_WEBHOOK_CERT_DIR }),
-      metrics: options.metrics ?? this.deps.metrics.webhooks(),
+      ...(options.metrics || this.deps.options.metrics !== false
+        ? { metrics: options.metrics ?? this.deps.metrics().webhooks() }
+        : {}),
     }).register(...this.deps.webhooks);
     await webhooks.start();
     this.webhookServer = webhooks;
@@ -136,7 +139,7 @@ export class ManagerServers {
     const host = metrics.host ?? (secure || this.deps.options.inCluster ? undefined : "127.0.0.1");
     const server = new HealthServer({
       port: metrics.port ?? (secure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT),
-      metrics: this.deps.metrics,
+      metrics: this.deps.metrics(),
       probes: false,
       ...(host ? { host } : {}),
       ...(secure ? this.secureMetrics(metrics) : {}),
@@ -166,7 +169,7 @@ export class ManagerServers {
             hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
           })
         : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
-      onCertificate: (expiry) => metrics.certificateExpiry("metrics", expiry),
+      onCertificate: (expiry) => metrics().certificateExpiry("metrics", expiry),
       authorizeMetrics: async (request) => {
         const access = await authorizer.check(
           request.headers.authorization,

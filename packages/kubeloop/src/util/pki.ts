@@ -1,6 +1,18 @@
 import { createPrivateKey, generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
+import { createRequire } from "node:module";
 import { isIP } from "node:net";
-import forge from "node-forge";
+import type forge from "node-forge";
+
+let forgeModule: typeof forge | undefined;
+/**
+ * node-forge, loaded at the first certificate made (~10 MiB of RSS and 50 ms at import): every
+ * client imports this file, few processes sign anything. `createRequire(import.meta.url)(…)` is
+ * the form `kubeloop build`'s bundler reads as a `require` and bundles.
+ */
+function nodeForge(): typeof forge {
+  forgeModule ??= createRequire(import.meta.url)("node-forge") as typeof forge;
+  return forgeModule;
+}
 
 /**
  * A certificate authority and the certificates it signs, for production and tests alike: the CA
@@ -90,8 +102,8 @@ export class CertificateAuthority {
   private constructor(cert: forge.pki.Certificate, keyPem: string) {
     this.forgeCert = cert;
     this.keyPem = keyPem;
-    this.forgeKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
-    this.cert = forge.pki.certificateToPem(cert);
+    this.forgeKey = nodeForge().pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+    this.cert = nodeForge().pki.certificateToPem(cert);
   }
 
   /** A new self-signed CA named `commonName`, valid {@link DEFAULT_CA_VALIDITY_MS} (10 years) by default. */
@@ -108,10 +120,7 @@ export class CertificateAuthority {
       { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
       { name: "subjectKeyIdentifier" },
     ]);
-    cert.sign(
-      forge.pki.privateKeyFromPem(pair.privateKey) as forge.pki.rsa.PrivateKey,
-      forge.md.sha256.create(),
-    );
+    signWith(cert, pair.privateKey);
     return new CertificateAuthority(cert, pair.privateKey);
   }
 
@@ -138,7 +147,7 @@ export class CertificateAuthority {
       });
     }
     if (!matches) throw new Error(`the private key given is not the key of CA certificate ${x509.subject}`);
-    return new CertificateAuthority(forge.pki.certificateFromPem(certPem), keyPem);
+    return new CertificateAuthority(nodeForge().pki.certificateFromPem(certPem), keyPem);
   }
 
   /** PEM (PKCS#8) of the CA's private key: keep it where no workload reads it. */
@@ -209,8 +218,8 @@ export class CertificateAuthority {
       { name: "subjectKeyIdentifier" },
       { name: "authorityKeyIdentifier", keyIdentifier: this.keyIdentifier() },
     ]);
-    cert.sign(this.forgeKey, forge.md.sha256.create());
-    return { cert: forge.pki.certificateToPem(cert), key: pair.privateKey };
+    cert.sign(this.forgeKey, nodeForge().md.sha256.create());
+    return { cert: nodeForge().pki.certificateToPem(cert), key: pair.privateKey };
   }
 
   /** The CA's subject key identifier as it states it (bytes), or as forge derives it for one without. */
@@ -219,7 +228,7 @@ export class CertificateAuthority {
       | { subjectKeyIdentifier?: string }
       | undefined;
     return stated?.subjectKeyIdentifier
-      ? forge.util.hexToBytes(stated.subjectKeyIdentifier)
+      ? nodeForge().util.hexToBytes(stated.subjectKeyIdentifier)
       : this.forgeCert.generateSubjectKeyIdentifier().getBytes();
   }
 }
@@ -252,11 +261,8 @@ export function selfSignedCertificate(
     },
     { name: "subjectKeyIdentifier" },
   ]);
-  cert.sign(
-    forge.pki.privateKeyFromPem(pair.privateKey) as forge.pki.rsa.PrivateKey,
-    forge.md.sha256.create(),
-  );
-  return { cert: forge.pki.certificateToPem(cert), key: pair.privateKey };
+  signWith(cert, pair.privateKey);
+  return { cert: nodeForge().pki.certificateToPem(cert), key: pair.privateKey };
 }
 
 /** RFC 1123 labels, lower case, optionally a leading `*.` wildcard label. */
@@ -274,8 +280,8 @@ function newCertificate(
 ): forge.pki.Certificate {
   if (!(validityMs > 0) || !Number.isFinite(validityMs))
     throw new RangeError(`validityMs must be a finite number of milliseconds > 0, got ${validityMs}`);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
+  const cert = nodeForge().pki.createCertificate();
+  cert.publicKey = nodeForge().pki.publicKeyFromPem(publicKeyPem);
   cert.serialNumber = randomSerial();
   const now = Date.now();
   cert.validity.notBefore = new Date(now - CLOCK_SKEW_MS);
@@ -300,4 +306,10 @@ export function serialHex(bytes: Uint8Array): string {
       .toString("hex")
       .replace(/^(00)+/, "") || "01";
   return Number.parseInt(hex.slice(0, 1), 16) >= 8 ? `00${hex}` : hex;
+}
+
+/** Signs `cert` (SHA-256) with a PEM private key. */
+function signWith(cert: forge.pki.Certificate, keyPem: string): void {
+  const { pki, md } = nodeForge();
+  cert.sign(pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey, md.sha256.create());
 }

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { dirname, extname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Metafile, Plugin } from "esbuild";
 import { CliError } from "../errors.js";
 import type { TarEntry } from "./tar.js";
@@ -24,6 +25,8 @@ import type { TarEntry } from "./tar.js";
 /** Where the operator lives in the image. */
 export const APP_DIR = "/app";
 export const BUNDLE = "main.mjs";
+/** The entrypoint that sizes V8's heap from the container's memory limit, then runs the bundle (launcher.ts). */
+export const LAUNCHER = "launcher.mjs";
 
 export interface BundledPackage {
   name: string;
@@ -105,6 +108,7 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
         data: out.contents,
       });
     }
+    files.push({ path: `${APP_DIR}/${LAUNCHER}`, type: "file", mode: 0o444, data: await launcher(esbuild) });
     const shipped = [...external.values()].flatMap((p) => withDependencies(p, lockRoot));
     const seen = new Set<string>();
     for (const pkg of shipped) {
@@ -157,6 +161,18 @@ function nativeAddons(natives: Map<string, string>): Plugin {
       });
     },
   };
+}
+
+/** launcher.ts as JavaScript: compiled beside this file in the package, TypeScript in the sources. */
+async function launcher(esbuild: typeof import("esbuild")): Promise<Uint8Array> {
+  const compiled = fileURLToPath(new URL("./launcher.js", import.meta.url));
+  const file = existsSync(compiled) ? compiled : compiled.replace(/\.js$/, ".ts");
+  const { code } = await esbuild.transform(readFileSync(file, "utf8"), {
+    loader: file.endsWith(".ts") ? "ts" : "js",
+    format: "esm",
+    target: `node${process.versions.node.split(".")[0]}`,
+  });
+  return new TextEncoder().encode(code);
 }
 
 function createRequireAsRequire(): Plugin {

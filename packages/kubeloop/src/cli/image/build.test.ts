@@ -102,11 +102,12 @@ describe("kubeloop build (the nginx example)", () => {
       });
   });
 
-  it("runs the bundle with source maps, and labels the image from package.json", () => {
+  it("runs the bundle with source maps through the heap-sizing launcher, and labels the image from package.json", () => {
     const config = configOf("arm64");
     expect(config.config.Entrypoint).toEqual([
       "/usr/local/bin/node",
       "--enable-source-maps",
+      "/app/launcher.mjs",
       "/app/main.mjs",
     ]);
     expect(config.config.Labels).toMatchObject({
@@ -114,7 +115,7 @@ describe("kubeloop build (the nginx example)", () => {
       "org.opencontainers.image.version": "0.1.0",
     });
     const paths = files(platform("amd64").layers).map((e) => e.path);
-    expect(paths).toEqual(expect.arrayContaining(["app/main.mjs", "app/main.mjs.map"]));
+    expect(paths).toEqual(expect.arrayContaining(["app/main.mjs", "app/main.mjs.map", "app/launcher.mjs"]));
   });
 
   it("holds no devDependency: not in the bundle's sources, not beside it, not in the SBOM", () => {
@@ -200,6 +201,19 @@ describe("kubeloop build (the nginx example)", () => {
       expect(operator.status).not.toBe(0);
       expect(operator.stderr).toContain("No Kubernetes configuration found");
       expect(operator.stderr).toMatch(/at .*\/src\/main\.ts:\d+/);
+      // The launcher in the image execs node with the heap flags for the limit it is given.
+      writeFileSync(join(rootfs, "tmp/flags.mjs"), "console.log(JSON.stringify(process.execArgv));");
+      const [node, ...flags] = configOf("amd64").config.Entrypoint;
+      const launched = spawnSync(
+        "chroot",
+        ["--userspec=65532:65532", rootfs, node ?? "", ...flags.slice(0, -1), "/tmp/flags.mjs"],
+        { encoding: "utf8", env: { PATH: process.env.PATH, KUBELOOP_MEMORY_LIMIT: String(256 * 2 ** 20) } },
+      );
+      expect(JSON.parse(launched.stdout), launched.stderr).toEqual([
+        "--max-semi-space-size=4",
+        "--max-old-space-size=192",
+        "--enable-source-maps",
+      ]);
     },
   );
 });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { CliError } from "../errors.js";
-import { APP_DIR, type AppBuild, BUNDLE, buildApp } from "./app.js";
+import { APP_DIR, type AppBuild, BUNDLE, buildApp, LAUNCHER } from "./app.js";
 import type { DebianPackage } from "./base.js";
 import { imageCacheDir } from "./cache.js";
 import { sharedLayers } from "./layers.js";
@@ -117,7 +117,8 @@ export async function buildImage(options: BuildImageOptions): Promise<BuiltImage
     const config = configBlob(
       {
         platform,
-        entrypoint: [NODE_PATH, "--enable-source-maps", `${APP_DIR}/${BUNDLE}`],
+        // The launcher adds heap flags sized from the container's memory limit, then execs the bundle.
+        entrypoint: [NODE_PATH, "--enable-source-maps", `${APP_DIR}/${LAUNCHER}`, `${APP_DIR}/${BUNDLE}`],
         env: [
           "PATH=/usr/local/bin",
           "NODE_ENV=production",
