@@ -107,10 +107,14 @@ export async function startNpmRegistry(parent: string): Promise<NpmRegistry> {
       url,
       userconfig,
       publish(tarball) {
-        const published = spawnSync("npm", ["publish", tarball, "--tag", "latest", "--userconfig", userconfig], {
-          encoding: "utf8",
-          timeout: 120_000,
-        });
+        const published = spawnSync(
+          "npm",
+          ["publish", tarball, "--tag", "latest", "--userconfig", userconfig],
+          {
+            encoding: "utf8",
+            timeout: 120_000,
+          },
+        );
         if (published.status !== 0) throw new Error(`npm publish ${tarball}: ${published.stderr}`);
       },
       stop,
