@@ -14,18 +14,21 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until as pollFor } from "../../test/helpers.js";
+import { type NpmRegistry, packAt, startNpmRegistry } from "../../test/npm-registry.js";
 import { processesMentioning } from "../../test/processes.js";
 import { defaultAssetsRoot } from "../testing/index.js";
 import { kubectl } from "../testing/kubectl.js";
 import { readLayout } from "./image/index.js";
+import { KUBELOOP_VERSION } from "./scaffold/versions.js";
 
 // The developer workflow end to end, as a newcomer would go through it, in a folder outside the
-// repository with kubeloop installed from its own npm tarball (the other dependencies come from
-// the npm cache): init, create api twice (a namespaced kind, and a cluster-scoped one with every
-// webhook), `kubeloop run` with no kubeconfig (so it starts the local cluster profile), a sample
-// applied with kubectl and reconciled to Ready=True — timed from init — then a restart on a source
-// change, uninstall's refusal, deploy/undeploy, the project's own `npm test`, `npm run build`
-// and `generate --check`, its image, and its `npm run test:e2e` on a real node (root).
+// repository, with kubeloop and create-kubeloop published to an npm registry on loopback
+// (verdaccio; every other package through it from the npm cache): `npm create kubeloop`, create
+// api twice (a namespaced kind, and a cluster-scoped one with every webhook), `kubeloop run` with
+// no kubeconfig (so it starts the local cluster profile), a sample applied with kubectl and
+// reconciled to Ready=True — timed from `npm create` — then a restart on a source change,
+// uninstall's refusal, deploy/undeploy, the project's own `npm test`, `npm run build` and
+// `generate --check`, its image, and its `npm run test:e2e` on a real node (root).
 
 const packageDir = join(import.meta.dirname, "../..");
 const repoCli = join(packageDir, "dist/cli/main.js");
@@ -43,6 +46,9 @@ const shell = Object.fromEntries(
 ) as Record<string, string>;
 
 const timings: Record<string, number> = {};
+let registry: NpmRegistry | undefined;
+/** A version no earlier run published: npm's and npx's caches cannot serve an older build. */
+const version = `${KUBELOOP_VERSION}-workflow.${Date.now()}`;
 let run: ChildProcess | undefined;
 let runOutput = "";
 
@@ -62,7 +68,7 @@ function sh(command: string, args: string[], options: { cwd?: string; env?: Reco
   };
 }
 
-/** The project's own kubeloop, installed from the tarball. */
+/** The project's own kubeloop, installed from the registry. */
 const kubeloop = (...args: string[]) =>
   sh(process.execPath, [realpathSync(join(project, "node_modules/.bin/kubeloop")), ...args], {
     env: { KUBECONFIG: kubeconfig },
@@ -87,17 +93,16 @@ const ready = async (args: string[]) =>
   (await k([...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout === "True";
 
 beforeAll(async () => {
-  const pack = sh("npm", ["pack", "--pack-destination", tmp], { cwd: packageDir });
-  expect(pack.code, pack.output).toBe(0);
-  const tarball = join(tmp, readdirSync(tmp).find((file) => file.endsWith(".tgz")) ?? "");
+  registry = await startNpmRegistry(tmp);
+  registry.publish(packAt(packageDir, tmp, version));
+  registry.publish(packAt(join(packageDir, "../create-kubeloop"), tmp, version, ["kubeloop"]));
+  const userEnv = { npm_config_userconfig: registry.userconfig, npm_config_prefer_offline: "true" };
   timings.start = Date.now();
-  // kubeloop from its tarball; every other package from the npm cache where it has them.
-  const init = sh(process.execPath, [repoCli, "init", project, "--kubeloop", `file:${tarball}`], {
-    cwd: tmp,
-    env: { npm_config_prefer_offline: "true" },
-  });
-  expect(init.code, init.output).toBe(0);
-  timings.init = init.seconds;
+  const create = sh("npm", ["create", `kubeloop@${version}`, "demo-operator"], { cwd: tmp, env: userEnv });
+  expect(create.code, create.output).toBe(0);
+  const installed = JSON.parse(readFileSync(join(project, "node_modules/kubeloop/package.json"), "utf8"));
+  expect(installed.version).toBe(version);
+  timings.init = create.seconds;
   timings.initDone = Date.now();
 }, 600_000);
 
@@ -111,12 +116,13 @@ afterAll(async () => {
   }
   for (const pid of processesMentioning(join(project, "src/main.ts"))) process.kill(pid, "SIGKILL");
   spawnSync(process.execPath, [repoCli, "cluster", "stop", "--dir", clusterDir], { env: shell });
+  await registry?.stop();
   rmSync(tmp, { recursive: true, force: true });
   const seconds = (from: number, to: number) => ((to - from) / 1000).toFixed(1);
   if (timings.ready && timings.start && timings.initDone) {
     console.log(
-      `init → first reconcile: ${seconds(timings.start, timings.ready)}s with npm install ` +
-        `(init ${timings.init?.toFixed(1)}s), ${seconds(timings.initDone, timings.ready)}s after it: ` +
+      `npm create kubeloop → first reconcile: ${seconds(timings.start, timings.ready)}s with npm install ` +
+        `(npm create ${timings.init?.toFixed(1)}s), ${seconds(timings.initDone, timings.ready)}s after it: ` +
         `create api ×2 ${seconds(timings.initDone, timings.run ?? 0)}s, ` +
         `run → manager ready ${seconds(timings.run ?? 0, timings.managerReady ?? 0)}s (local cluster started), ` +
         `kubectl apply → Ready=True ${seconds(timings.managerReady ?? 0, timings.ready)}s`,
@@ -153,7 +159,8 @@ describe("the developer workflow", () => {
     expect(csv).toContain("kind: Dock");
     expect(csv).toContain("kind: Widget");
     const json = JSON.parse(readFileSync(join(project, "package.json"), "utf8"));
-    expect(json.dependencies.kubeloop).toMatch(/^file:.*kubeloop-\d+\.\d+\.\d+\.tgz$/);
+    // The range init writes by default: the version create-kubeloop brought, from the registry.
+    expect(json.dependencies.kubeloop).toBe(`^${version}`);
   });
 
   it("runs with no kubeconfig by starting the local cluster, and reconciles a sample to Ready=True", async () => {
