@@ -37,7 +37,8 @@ import { toYamlDocuments } from "./yaml.js";
 const USAGE = `Usage:
   kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--sharding MIN-MAX [--autoscale METRIC[=TARGET]]] [--out DIR]
 
-  Without flags, the "kubeloop" section of the project's package.json says what to read.
+  Without flags, the "kubeloop" section of the project's package.json says what to read
+  (its "sharding" and "autoscale" fields give --sharding and --autoscale).
   --resources    the module that exports the project's defineResource(…) definitions
   --controllers  the module that exports its controllers: RBAC is derived from what they declare
   --webhooks     the module that exports its defineWebhooks(…) definitions
@@ -102,6 +103,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const name = values.name ?? project?.name ?? basename(process.cwd());
   const image = values.image ?? project?.image;
   const namespace = values.namespace ?? project?.namespace ?? `${name}-system`;
+  const shardingValue = values.sharding ?? project?.sharding;
   const out = values.out ? resolve(values.out) : (project?.config ?? resolve("config"));
   const watched = watchedNamespaces(
     values.namespaces !== undefined ? values.namespaces.split(",") : project?.namespaces,
@@ -150,7 +152,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       namespace,
       fromProject(values.controllers),
       watched,
-      values.sharding !== undefined,
+      shardingValue !== undefined,
     );
     for (const [file, written] of rbac.files) put(join("rbac", file), written);
     roles = rbac.roles;
@@ -160,11 +162,12 @@ export async function generateCommand(argv: string[]): Promise<number> {
     const configurations = [mutating, validating].filter((c) => c !== undefined);
     if (configurations.length) put(join("webhook", "manifests.yaml"), configurations);
   }
-  if (values.autoscale !== undefined && values.sharding === undefined)
+  const autoscaleValue = values.autoscale ?? project?.autoscale;
+  if (autoscaleValue !== undefined && shardingValue === undefined)
     throw new CliError(
       "--autoscale sets what a sharded operator's autoscaler scales on: give --sharding MIN-MAX too",
     );
-  const sharding = values.sharding ? shardingReplicas(values.sharding, values.autoscale) : undefined;
+  const sharding = shardingValue ? shardingReplicas(shardingValue, autoscaleValue) : undefined;
   if (image) {
     const manifests = deployManifests({
       name,
