@@ -228,6 +228,7 @@ subjects: [{ kind: ServiceAccount, name: prometheus, namespace: ${NS} }]
       (await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }))).code,
     ).toBe(0);
     const began = Date.now();
+    const sinceBegan = (ns: bigint) => Number(ns / 1_000_000n) - began;
     let phase = "created";
     const sampler = sample(began, () => phase);
 
@@ -332,6 +333,13 @@ subjects: [{ kind: ServiceAccount, name: prometheus, namespace: ${NS} }]
             peak,
             lost: lost.length,
             overlaps: overlaps.length,
+            // Each overlap: the object, both reconciles' pods, and their times in ms since the churn began.
+            overlapping: overlaps.map(([a, b]) => ({
+              controller: a.controller,
+              key: a.key,
+              first: { pod: a.pod, fromMs: sinceBegan(a.start), toMs: sinceBegan(a.end) },
+              second: { pod: b.pod, fromMs: sinceBegan(b.start), toMs: sinceBegan(b.end) },
+            })),
             reconciles: journal.reconciles.length,
             pods: Object.fromEntries(pods),
             samples,
