@@ -27,6 +27,14 @@ export interface Reconcile {
   end: bigint;
 }
 
+/**
+ * OpenTelemetry's JS SDK anchors each span's times on `Date.now()` (whole milliseconds) plus a
+ * monotonic offset, so two spans' times can be off by up to a millisecond against each other: a
+ * reconcile that starts as the previous one ends can look as if it began a fraction of a
+ * millisecond earlier. A handover between replicas takes several API round trips, far above this.
+ */
+const CLOCK_SLACK_NS = 2_000_000n;
+
 const attribute = (attributes: OtlpAttribute[], key: string) =>
   attributes.find((a) => a.key === key)?.value.stringValue ?? "";
 
@@ -86,7 +94,8 @@ export class SpanJournal {
   }
 
   /**
-   * Pairs of reconciles of one object by one controller that overlap in time: two replicas at
+   * Pairs of reconciles of one object by one controller that overlap in time by more than the
+   * spans' clock allows: two replicas at
    * once (a replica's own queue never runs a key twice at once). Empty when the handover held.
    */
   overlaps(): [Reconcile, Reconcile][] {
@@ -100,7 +109,7 @@ export class SpanJournal {
       list.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
       let latest: Reconcile | undefined;
       for (const r of list) {
-        if (latest && r.start < latest.end) found.push([latest, r]);
+        if (latest && r.start < latest.end - CLOCK_SLACK_NS) found.push([latest, r]);
         if (!latest || r.end > latest.end) latest = r;
       }
     }
