@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { aggregatedApiAccess, apiService } from "../src/testing/aggregated-api.js";
 import { goEnv } from "../src/testing/assets/go.js";
 import { defaultAssetsRoot } from "../src/testing/assets/index.js";
 import { singleBinaryImage } from "../src/testing/control-plane/node-images.js";
@@ -8,7 +9,6 @@ import type { ControlPlane } from "../src/testing/control-plane.js";
 import { kubectl } from "../src/testing/kubectl.js";
 import { CertificateAuthority } from "../src/testing/pki.js";
 import { pollUntil } from "../src/util/index.js";
-import { aggregatedApiAccess, apiService } from "./aggregated-api.js";
 
 /** The metrics-server release the HPA tests run, built from its Go module. */
 export const METRICS_SERVER_VERSION = "v0.9.0";

@@ -2,28 +2,28 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { goEnv } from "../src/testing/assets/go.js";
-import { defaultAssetsRoot } from "../src/testing/assets/index.js";
-import { singleBinaryImage } from "../src/testing/control-plane/node-images.js";
-import { kubectl } from "../src/testing/kubectl.js";
-import { CertificateAuthority } from "../src/testing/pki.js";
-import { pollUntil } from "../src/util/index.js";
+import { pollUntil } from "../util/index.js";
 import { aggregatedApiAccess, apiService } from "./aggregated-api.js";
+import { goEnv } from "./assets/go.js";
+import { defaultAssetsRoot } from "./assets/index.js";
+import { singleBinaryImage } from "./control-plane/node-images.js";
+import { kubectl } from "./kubectl.js";
+import { CertificateAuthority } from "./pki.js";
 
-/** The prometheus-adapter release that serves the custom-metrics API in the autopilot tests. */
+/** The prometheus-adapter release {@link installPrometheusAdapter} runs, built from its Go module. */
 export const PROMETHEUS_ADAPTER_VERSION = "v0.12.0";
 const MODULE = "sigs.k8s.io/prometheus-adapter";
 const GROUP = "custom.metrics.k8s.io";
 const IMAGE = `kubeloop.local/prometheus-adapter:${PROMETHEUS_ADAPTER_VERSION}`;
 
-/** What the adapter needs of a node-profile plane (a structural pick: the dist and src classes differ). */
+/** What the adapter needs of a node-profile plane (a `ControlPlane` started with `profile: "node"`). */
 export interface AdapterPlane {
   readonly kubeconfigPath: string;
   loadImage(tarball: string): Promise<unknown>;
 }
 
 /**
- * prometheus-adapter's binary, built once into the asset cache with the control plane's Go
+ * The path of prometheus-adapter's binary, built once into the asset cache with the control plane's Go
  * settings. Through a wrapper module that requires the pinned release (its go.mod has no
  * `replace`, so the build is the release's): `go install …@version` would first ask the proxy
  * for the module's version list, which the proxy here refuses.
@@ -66,10 +66,24 @@ export interface AdapterOptions {
 }
 
 /**
- * Runs prometheus-adapter in `kube-system` as the aggregated custom-metrics API
- * (`v1beta2` and `v1beta1.custom.metrics.k8s.io`), serving with a certificate from a CA made here
- * which the APIServices trust, and lets the HPA controller read it. Resolves once the API lists
- * a metric.
+ * Runs prometheus-adapter in `kube-system` of a node-profile plane as the aggregated
+ * custom-metrics API (`v1beta2` and `v1beta1.custom.metrics.k8s.io`), serving with a certificate
+ * from a CA made here which the APIServices trust, and lets the HPA controller read it. Resolves
+ * once the APIService is Available. Builds the adapter first when the asset cache lacks it
+ * (Go and the module proxy; about 5 minutes on an idle 2-core machine).
+ *
+ * @example
+ * ```ts
+ * import { ControlPlane, installPrometheusAdapter, PrometheusServer } from "kubeloop/testing";
+ *
+ * const plane = await new ControlPlane({ profile: "node", nodes: 1 }).start();
+ * // Pods reach this machine on the plane's host address (the registry's).
+ * const prometheus = await new PrometheusServer({ host: plane.registry.split(":")[0] }).start();
+ * await installPrometheusAdapter(plane, {
+ *   prometheusUrl: prometheus.url,
+ *   rules: [{ seriesQuery: 'up{namespace!="",pod!=""}', metricsQuery: "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)" }],
+ * });
+ * ```
  */
 export async function installPrometheusAdapter(plane: AdapterPlane, options: AdapterOptions): Promise<void> {
   const image = singleBinaryImage(prometheusAdapterBinary(), {
