@@ -13,7 +13,7 @@ export function runAutopilot({ objects, rate, hold, target, out, plot, log }) {
   log(`autopilot: ${objects} Nginx, ${rate} changes/s, load held ${hold} s after the scale-up`);
   const test = spawnSync(
     process.execPath,
-    [`${repo}/node_modules/vitest/vitest.mjs`, "run", "examples/nginx/test/autopilot.test.ts"],
+    [`${repo}/node_modules/vitest/vitest.mjs`, "run", "--config", "bench/chaos/vitest.autopilot.config.ts"],
     {
       cwd: repo,
       stdio: "inherit",
