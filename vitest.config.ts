@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
@@ -8,6 +8,8 @@ export default defineConfig({
       "bench/**/*.test.ts",
       "docs/test/**/*.test.ts",
     ],
+    // Minutes long: `npm run chaos -- --real-pods --autopilot` runs it (bench/chaos/vitest.autopilot.config.ts).
+    exclude: [...configDefaults.exclude, "examples/nginx/test/autopilot.test.ts"],
     // Each file starts its own control plane: processes, not threads, keep them apart.
     pool: "forks",
     // Files mostly wait on API servers, so three run well side by side on two cores.

@@ -10,8 +10,12 @@
 // Real pods (root; the `node` profile): npm run chaos -- --real-pods [--nginxes 20 --repetitions 5
 // --settings 3,10,adaptive:3-10]: seed 003's pod-delete and node-stop on the nginx operator's
 // workload, per worker setting (real-pods.mjs); results in bench/chaos/results-real-pods.json.
+// With --autopilot [--objects 100 --rate 6 --hold 30 --target 3]: instead, the sharded operator
+// scaled by its HPA on its own work rate under churn, up and down (autopilot.mjs); samples in
+// bench/chaos/results-autopilot.json, drawn into docs/autopilot.svg.
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { runAutopilot } from "./autopilot.mjs";
 import { startEnvironment } from "./harness.mjs";
 import { reportRealPods, runRealPods } from "./real-pods.mjs";
 import { median, runScenario, SCENARIOS } from "./scenarios.mjs";
@@ -133,9 +137,26 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       "real-pods": { type: "boolean", default: false },
       nginxes: { type: "string", default: "20" },
       settings: { type: "string", default: "3,10,adaptive:3-10" },
+      autopilot: { type: "boolean", default: false },
+      objects: { type: "string", default: "100" },
+      hold: { type: "string", default: "30" },
+      target: { type: "string", default: "3" },
     },
   });
   const log = (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  if (values["real-pods"] && values.autopilot) {
+    const code = runAutopilot({
+      objects: Number(values.objects),
+      // --rate's default is the Widget writer's; the autopilot churns harder.
+      rate: process.argv.includes("--rate") ? Number(values.rate) : 6,
+      hold: Number(values.hold),
+      target: Number(values.target),
+      out: values.out ?? new URL("./results-autopilot.json", import.meta.url).pathname,
+      plot: new URL("../../docs/autopilot.svg", import.meta.url).pathname,
+      log,
+    });
+    process.exit(code);
+  }
   if (values["real-pods"]) {
     const options = {
       nginxes: Number(values.nginxes),

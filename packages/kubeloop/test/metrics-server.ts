@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { aggregatedApiAccess, apiService } from "../src/testing/aggregated-api.js";
 import { goEnv } from "../src/testing/assets/go.js";
 import { defaultAssetsRoot } from "../src/testing/assets/index.js";
 import { singleBinaryImage } from "../src/testing/control-plane/node-images.js";
@@ -53,35 +54,10 @@ export async function installMetricsServer(plane: ControlPlane): Promise<void> {
     ipAddresses: [],
   });
   const b64 = (text: string) => Buffer.from(text).toString("base64");
-  const manifests = `apiVersion: v1
-kind: ServiceAccount
-metadata: { name: metrics-server, namespace: kube-system }
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: { name: "system:metrics-server" }
-rules:
-  - { apiGroups: [""], resources: [nodes/metrics], verbs: [get] }
-  - { apiGroups: [""], resources: [pods, nodes], verbs: [get, list, watch] }
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: { name: "system:metrics-server" }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:metrics-server" }
-subjects: [{ kind: ServiceAccount, name: metrics-server, namespace: kube-system }]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: { name: "metrics-server:system:auth-delegator" }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator" }
-subjects: [{ kind: ServiceAccount, name: metrics-server, namespace: kube-system }]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: { name: metrics-server-auth-reader, namespace: kube-system }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader }
-subjects: [{ kind: ServiceAccount, name: metrics-server, namespace: kube-system }]
----
+  const manifests = `${aggregatedApiAccess("metrics-server", "system:metrics-server", [
+    '{ apiGroups: [""], resources: [nodes/metrics], verbs: [get] }',
+    '{ apiGroups: [""], resources: [pods, nodes], verbs: [get, list, watch] }',
+  ])}---
 apiVersion: v1
 kind: Secret
 metadata: { name: metrics-server-certs, namespace: kube-system }
@@ -117,18 +93,7 @@ spec:
           readinessProbe: { httpGet: { path: /readyz, port: 4443, scheme: HTTPS }, periodSeconds: 2 }
           volumeMounts: [{ name: certs, mountPath: /certs, readOnly: true }]
       volumes: [{ name: certs, secret: { secretName: metrics-server-certs } }]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: { name: v1beta1.metrics.k8s.io }
-spec:
-  group: metrics.k8s.io
-  version: v1beta1
-  service: { name: metrics-server, namespace: kube-system, port: 443 }
-  caBundle: ${b64(ca.cert)}
-  groupPriorityMinimum: 100
-  versionPriority: 100
-`;
+${apiService("metrics-server", "metrics.k8s.io", "v1beta1", ca.cert)}`;
   const k = (args: string[], input?: string) =>
     kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
   const applied = await k(["apply", "-f", "-"], manifests);

@@ -11,6 +11,7 @@ import {
   webhookConfigurations,
   withConversion,
 } from "../webhook/index.js";
+import { type Autoscale, adapterRules, parseAutoscale } from "./autoscaling.js";
 import { CliError } from "./errors.js";
 import { kustomizationFiles } from "./kustomize.js";
 import {
@@ -18,6 +19,7 @@ import {
   metricsRoles,
   optInManifests,
   type RoleScopes,
+  type ShardingReplicas,
   webhookServiceName,
 } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
@@ -33,9 +35,10 @@ import { toYamlDocuments } from "./yaml.js";
  */
 
 const USAGE = `Usage:
-  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--sharding MIN-MAX] [--out DIR]
+  kubeloop generate [--check] [--resources M] [--controllers M] [--webhooks M] [--name N] [--image I] [--namespace NS] [--namespaces A,B] [--sharding MIN-MAX [--autoscale METRIC[=TARGET]]] [--out DIR]
 
-  Without flags, the "kubeloop" section of the project's package.json says what to read.
+  Without flags, the "kubeloop" section of the project's package.json says what to read
+  (its "sharding" and "autoscale" fields give --sharding and --autoscale).
   --resources    the module that exports the project's defineResource(…) definitions
   --controllers  the module that exports its controllers: RBAC is derived from what they declare
   --webhooks     the module that exports its defineWebhooks(…) definitions
@@ -46,7 +49,12 @@ const USAGE = `Usage:
                  instead of a ClusterRole (which stays for cluster-scoped types only), and
                  WATCH_NAMESPACE in the Deployment; "" for all namespaces
   --sharding     MIN-MAX: a sharded operator (every replica active, SHARDING_RING and POD_NAME
-                 instead of LEADER_ELECT) with a HorizontalPodAutoscaler on CPU between MIN and MAX
+                 instead of LEADER_ELECT) with a HorizontalPodAutoscaler between MIN and MAX
+  --autoscale    what that autoscaler scales on, per pod: cpu (default; % of the request, 70),
+                 reconcile-errors (errors a minute over 2 minutes, held for 2 minutes before
+                 scaling up; default 5: seed 003's rule) or reconciles (the work rate, reconciles
+                 a second; default 20). The last two come through the custom-metrics API: the
+                 prometheus-adapter rule they need is written to prometheus/adapter-rules.yaml
   --out          the config folder (default config): crd/, rbac/, webhook/, manager/, and with
                  --image the opt-in prometheus/ (ServiceMonitor, alerts), grafana/ (dashboard)
                  and network-policy/, which \`kubeloop deploy\` does not apply; with --image, a
@@ -77,6 +85,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       namespace: { type: "string" },
       namespaces: { type: "string" },
       sharding: { type: "string" },
+      autoscale: { type: "string" },
       check: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
@@ -94,6 +103,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const name = values.name ?? project?.name ?? basename(process.cwd());
   const image = values.image ?? project?.image;
   const namespace = values.namespace ?? project?.namespace ?? `${name}-system`;
+  const shardingValue = values.sharding ?? project?.sharding;
   const out = values.out ? resolve(values.out) : (project?.config ?? resolve("config"));
   const watched = watchedNamespaces(
     values.namespaces !== undefined ? values.namespaces.split(",") : project?.namespaces,
@@ -142,7 +152,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       namespace,
       fromProject(values.controllers),
       watched,
-      values.sharding !== undefined,
+      shardingValue !== undefined,
     );
     for (const [file, written] of rbac.files) put(join("rbac", file), written);
     roles = rbac.roles;
@@ -152,6 +162,12 @@ export async function generateCommand(argv: string[]): Promise<number> {
     const configurations = [mutating, validating].filter((c) => c !== undefined);
     if (configurations.length) put(join("webhook", "manifests.yaml"), configurations);
   }
+  const autoscaleValue = values.autoscale ?? project?.autoscale;
+  if (autoscaleValue !== undefined && shardingValue === undefined)
+    throw new CliError(
+      "--autoscale sets what a sharded operator's autoscaler scales on: give --sharding MIN-MAX too",
+    );
+  const sharding = shardingValue ? shardingReplicas(shardingValue, autoscaleValue) : undefined;
   if (image) {
     const manifests = deployManifests({
       name,
@@ -160,9 +176,11 @@ export async function generateCommand(argv: string[]): Promise<number> {
       webhooks: webhooks.length > 0,
       ...(roles ? { roles } : {}),
       ...(watched ? { watchNamespaces: watched } : {}),
-      ...(values.sharding ? { sharding: shardingReplicas(values.sharding) } : {}),
+      ...(sharding ? { sharding } : {}),
     });
     for (const [file, written] of manifests) put(join("manager", file), written);
+    const rules = sharding?.autoscale && adapterRules(name, namespace, sharding.autoscale);
+    if (rules) put(join("prometheus", "adapter-rules.yaml"), [rules]);
     // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
     put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
     for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0, project?.runbooks))
@@ -230,11 +248,21 @@ export async function generateCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** `--sharding 2-6`: a sharded Deployment and its autoscaler's bounds. */
-function shardingReplicas(value: string): { minReplicas: number; maxReplicas: number } {
+/** `--sharding 2-6 [--autoscale reconcile-errors]`: a sharded Deployment and its autoscaler. */
+function shardingReplicas(value: string, autoscale: string | undefined): ShardingReplicas {
   const match = /^(\d+)-(\d+)$/.exec(value);
   if (!match) throw new CliError(`--sharding "${value}": give the replica bounds as MIN-MAX, e.g. 2-6`);
-  return { minReplicas: Number(match[1]), maxReplicas: Number(match[2]) };
+  let parsed: Autoscale | undefined;
+  try {
+    parsed = autoscale === undefined ? undefined : parseAutoscale(autoscale);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  return {
+    minReplicas: Number(match[1]),
+    maxReplicas: Number(match[2]),
+    ...(parsed ? { autoscale: parsed } : {}),
+  };
 }
 
 /** The namespaces to watch, checked (a set with a bad name is an error naming where it came from). */

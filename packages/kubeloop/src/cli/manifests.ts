@@ -1,3 +1,4 @@
+import { type Autoscale, hpaMetric, scaleUpBehavior } from "./autoscaling.js";
 import { metricsServiceName, monitoringManifests } from "./monitoring.js";
 
 /**
@@ -21,9 +22,17 @@ export interface ManifestOptions {
   /**
    * A sharded operator (every replica active; see docs/scale-out.md): `SHARDING_RING` and
    * `POD_NAME` (the shard id) instead of `LEADER_ELECT`, and a HorizontalPodAutoscaler between
-   * these bounds on the manager's CPU (the metrics-server is all it needs).
+   * these bounds, on the manager's CPU (the metrics-server is all it needs) unless `autoscale`
+   * names one of the operator's own series (see {@link Autoscale}).
    */
-  sharding?: { minReplicas: number; maxReplicas: number };
+  sharding?: ShardingReplicas;
+}
+
+/** A sharded operator's replica bounds, and what its autoscaler scales on (default CPU). */
+export interface ShardingReplicas {
+  minReplicas: number;
+  maxReplicas: number;
+  autoscale?: Autoscale;
 }
 
 /** The generated operator roles: a ClusterRole, and Roles (all named after the operator) in these namespaces. */
@@ -324,15 +333,16 @@ export function deployManifests({
 }
 
 /**
- * The autoscaler of a sharded operator: on CPU, which needs only the metrics-server (queue latency
- * through the custom-metrics API needs an adapter; docs/scale-out.md shows that variant). Scaling
- * moves about 1/N of the objects through a drain each time, so it scales up at once and down only
- * after 5 minutes of less load (the HPA's default window, written out), one pod at a time.
+ * The autoscaler of a sharded operator: on CPU by default, which needs only the metrics-server, or
+ * on one of the operator's own series through the custom-metrics API (prometheus-adapter with the
+ * rule of `adapterRules`). Scaling moves about 1/N of the objects through a drain each time, so
+ * it scales down only after 5 minutes of less load (the HPA's default window, written out), one
+ * pod at a time.
  */
 export function shardingAutoscaler(
   name: string,
   namespace: string,
-  { minReplicas, maxReplicas }: { minReplicas: number; maxReplicas: number },
+  { minReplicas, maxReplicas, autoscale = { metric: "cpu" } }: ShardingReplicas,
 ): object {
   if (
     !Number.isInteger(minReplicas) ||
@@ -343,6 +353,7 @@ export function shardingAutoscaler(
     throw new RangeError(
       `sharding replicas: give whole numbers with 1 ≤ min ≤ max (got min ${minReplicas}, max ${maxReplicas})`,
     );
+  const scaleUp = scaleUpBehavior(autoscale);
   return {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
@@ -351,13 +362,9 @@ export function shardingAutoscaler(
       scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
       minReplicas,
       maxReplicas,
-      metrics: [
-        {
-          type: "Resource",
-          resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 70 } },
-        },
-      ],
+      metrics: [hpaMetric(autoscale)],
       behavior: {
+        ...(scaleUp ? { scaleUp } : {}),
         scaleDown: {
           stabilizationWindowSeconds: 300,
           policies: [{ type: "Pods", value: 1, periodSeconds: 60 }],

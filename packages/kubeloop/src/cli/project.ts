@@ -43,6 +43,10 @@ export interface Project {
   capabilities?: string;
   /** The page of the operator's runbooks, linked from each generated alert (see docs/observability.md). */
   runbooks?: string;
+  /** `MIN-MAX`: a sharded operator and its autoscaler's bounds, as `generate --sharding`. */
+  sharding?: string;
+  /** `METRIC[=TARGET]`: what that autoscaler scales on, as `generate --autoscale`. */
+  autoscale?: string;
 }
 
 interface ProjectSection {
@@ -59,6 +63,8 @@ interface ProjectSection {
   config?: string;
   capabilities?: string;
   runbooks?: string;
+  sharding?: string;
+  autoscale?: string;
 }
 
 const FIELDS = new Set([
@@ -74,6 +80,8 @@ const FIELDS = new Set([
   "config",
   "capabilities",
   "runbooks",
+  "sharding",
+  "autoscale",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -118,6 +126,8 @@ export function loadProject(cwd: string = process.cwd()): Project {
     config: resolve(root, section.config ?? "config"),
     ...optional("capabilities", section.capabilities),
     ...optional("runbooks", section.runbooks),
+    ...optional("sharding", section.sharding),
+    ...optional("autoscale", section.autoscale),
   };
 }
 

@@ -131,4 +131,11 @@ export {
   type PromtoolResult,
   promtool,
 } from "./prometheus.js";
+export {
+  type AdapterOptions,
+  type AdapterPlane,
+  installPrometheusAdapter,
+  PROMETHEUS_ADAPTER_VERSION,
+  prometheusAdapterBinary,
+} from "./prometheus-adapter.js";
 export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";

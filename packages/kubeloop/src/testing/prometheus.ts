@@ -59,6 +59,11 @@ export interface PrometheusServerOptions {
   scrapeInterval?: string;
   /** `global.evaluation_interval`. Default `1s`: tests wait for alerts. */
   evaluationInterval?: string;
+  /**
+   * The address it listens on. Default `127.0.0.1`; a node-profile plane's host address (the
+   * address of `plane.registry`) lets pods reach it, e.g. a custom-metrics adapter.
+   */
+  host?: string;
   /** Time allowed until the server answers /-/ready. Default 30 s. */
   startTimeoutMs?: number;
   /** Stop the server on SIGINT/SIGTERM/SIGHUP before the process goes (default true). */
@@ -115,10 +120,10 @@ export class PrometheusServer {
     this.options = options;
   }
 
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://<host>:<port>` (host `127.0.0.1` unless given). */
   get url(): string {
     if (this.portNumber === undefined) throw new PrometheusError("The Prometheus server is not started");
-    return `http://127.0.0.1:${this.portNumber}`;
+    return `http://${this.options.host ?? "127.0.0.1"}:${this.portNumber}`;
   }
 
   /** Its folder: prometheus.yml, rules.yml, data/, prometheus.log. Put files scrape configs name here. */
@@ -154,7 +159,7 @@ export class PrometheusServer {
           scrape_configs: this.options.scrapeConfigs ?? [],
         }),
       );
-      const [port] = await freePorts(1);
+      const [port] = await freePorts(1, this.options.host);
       this.portNumber = port;
       this.process = group.spawn({
         name: "prometheus",
@@ -162,7 +167,7 @@ export class PrometheusServer {
         args: [
           `--config.file=${join(dir, "prometheus.yml")}`,
           `--storage.tsdb.path=${join(dir, "data")}`,
-          `--web.listen-address=127.0.0.1:${port}`,
+          `--web.listen-address=${this.options.host ?? "127.0.0.1"}:${port}`,
           "--web.enable-lifecycle",
         ],
         logPath: join(dir, "prometheus.log"),
