@@ -67,6 +67,7 @@ export const TASK_NEEDS = {
   "demo:sampledb": ["nodeStack"],
   "demo:pgdatabase": ["postgres"],
   "bench:pgdatabase": ["postgres"],
+  "bench:sampledb": ["nodeStack"],
 };
 
 function onPath(binary) {

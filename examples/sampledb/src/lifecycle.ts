@@ -2,7 +2,7 @@ import { NotFound, type ReconcileContext } from "kubeloop";
 import { Job, PersistentVolumeClaim, StatefulSet } from "kubeloop/k8s";
 import { finishedJobsToPrune, jobStatus, removeFinalizer } from "kubeloop/resources";
 import { backupFile, backupJob, intervalMs } from "./backup.ts";
-import { labels, names, type SampleDBObject } from "./objects.ts";
+import { INSTANCE, labels, names, type SampleDBObject } from "./objects.ts";
 
 type Ctx = ReconcileContext<SampleDBObject>;
 
@@ -102,6 +102,20 @@ export async function finalize(db: SampleDBObject, ctx: Ctx, primaryReady: boole
       ctx.client.delete(StatefulSet, name, { namespace, propagationPolicy: "Foreground" }),
     );
     return 2_000;
+  }
+  if (policy === "Delete") {
+    // A pod that mounts the backup volume holds it (kubernetes.io/pvc-protection) even once
+    // completed, and finished backup Jobs keep theirs for a day: the Jobs and their pods go first.
+    const jobs = await ctx.client.list(Job, {
+      namespace,
+      labelSelector: `${INSTANCE}=${name}`,
+      signal: ctx.signal,
+    });
+    for (const job of jobs.items)
+      if (!job.metadata?.deletionTimestamp)
+        await ignoreNotFound(
+          ctx.client.delete(Job, job.metadata?.name ?? "", { namespace, propagationPolicy: "Background" }),
+        );
   }
   if (policy !== "Retain") {
     const claims = await ctx.client.list(PersistentVolumeClaim, {

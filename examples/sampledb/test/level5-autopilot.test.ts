@@ -1,6 +1,6 @@
 import { pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { World } from "./world.ts";
+import { World, writeOutage } from "./world.ts";
 
 // Level 5 on real pods: the operator elects the primary. With synchronous replication, a writer
 // inserts rows one by one through the read-write Service and counts those acknowledged; the
@@ -39,44 +39,12 @@ spec: { instances: 2, storage: 256Mi, image: ${world.postgres}, parameters: { sy
     );
     expect(sync.trim()).toBe("ok");
 
-    // The writer: a new connection per row (as a pooler would), each id printed once acknowledged.
-    await world.ok(
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: { name: "writer", namespace: ns },
-        spec: {
-          restartPolicy: "Never",
-          securityContext: { runAsNonRoot: true, runAsUser: 65532 },
-          containers: [
-            {
-              name: "writer",
-              image: world.postgres,
-              command: [
-                "sh",
-                "-c",
-                'end=$(( $(date +%s) + 50 )); while [ "$(date +%s)" -lt "$end" ]; do id=$(PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "insert into t default values returning id" 2>/dev/null) && echo "$(date +%s) $id"; sleep 0.1; done',
-              ],
-              env: [
-                { name: "PGHOST", valueFrom: { configMapKeyRef: { name: "ha-connection", key: "host" } } },
-                { name: "PGDATABASE", value: "app" },
-                { name: "PGUSER", valueFrom: { secretKeyRef: { name: "ha-credentials", key: "username" } } },
-                {
-                  name: "PGPASSWORD",
-                  valueFrom: { secretKeyRef: { name: "ha-credentials", key: "password" } },
-                },
-              ],
-            },
-          ],
-        },
-      }),
-    );
+    await world.startWriter(ns, "ha", "writer", 50);
     await pollUntil(
       async () => (await world.ok(["-n", ns, "logs", "writer"]).catch(() => "")).split("\n").length > 20,
       { timeoutMs: 60_000, intervalMs: 500, message: "the writer to write" },
     );
-    const deleted = Date.now() / 1000;
+    const deleted = Date.now();
     await world.ok(["-n", ns, "delete", "pod", "ha-0", "--wait=false"]);
     await pollUntil(async () => (await status("{.status.primary}")) === "ha-1", {
       timeoutMs: 60_000,
@@ -89,20 +57,13 @@ spec: { instances: 2, storage: 256Mi, image: ${world.postgres}, parameters: { sy
         "Succeeded",
       { timeoutMs: 90_000, intervalMs: 1_000, message: "the writer to finish" },
     );
-    // Lines of "<time> <id>": what else the pod's log holds (none expected) is shown, not counted.
-    const lines = (await world.ok(["-n", ns, "logs", "writer"])).trim().split("\n");
-    const other = lines.filter((line) => !/^\d+ \d+$/.test(line));
+    const { rows: acknowledged, other } = await world.writerRows(ns, "writer");
     if (other.length > 0) console.log(`writer's other output:\n${other.join("\n")}`);
-    const acknowledged = lines
-      .filter((line) => /^\d+ \d+$/.test(line))
-      .map((line) => line.split(" ").map(Number) as [number, number]);
     const after = acknowledged.filter(([at]) => at >= deleted);
     expect(after.length, "rows acknowledged after the failover").toBeGreaterThan(0);
-    // The longest pause between two acknowledged rows around the deletion (1 s resolution).
-    const times = acknowledged.map(([at]) => at).filter((at) => at >= deleted - 2);
-    const pause = Math.max(...times.slice(1).map((at, i) => at - (times[i] ?? at)));
+    const { pauseMs, resumedMs } = writeOutage(acknowledged, deleted);
     console.log(
-      `failover: longest pause in acknowledged writes ${pause} s (±1); rows acknowledged: ${acknowledged.length}`,
+      `failover: longest pause in acknowledged writes ${(pauseMs / 1000).toFixed(1)} s, writes accepted again ${(resumedMs / 1000).toFixed(1)} s after the deletion; rows acknowledged: ${acknowledged.length}`,
     );
     // The Services follow: writes go to ha-1, now out of recovery.
     const onPrimary = await world.sqlPod(

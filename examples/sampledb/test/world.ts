@@ -116,8 +116,40 @@ export class World {
     podName: string,
     script: string,
     host = "host",
+    timeoutMs = 90_000,
   ): Promise<string> {
-    return this.runPod(namespace, podName, script, { db, host });
+    return this.runPod(namespace, podName, script, { db, host, timeoutMs });
+  }
+
+  /**
+   * Starts a writer pod for `seconds`: a new connection per row (as a pooler would) inserts into
+   * table `t` (an id column with a default) through the read-write Service, and prints each row the
+   * server acknowledged as `<server time, epoch s>|<id>`.
+   */
+  async startWriter(namespace: string, db: string, podName: string, seconds: number): Promise<void> {
+    // The server's clock (the kernel's, as this process's): the image's date has whole seconds only.
+    const insert = "insert into t default values returning extract(epoch from clock_timestamp()), id";
+    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${insert}" 2>/dev/null; sleep 0.1; done`;
+    await this.applyPod(namespace, podName, script, { db });
+  }
+
+  /**
+   * The writer's acknowledged rows as [time in ms, id], and its log's other lines (none expected; a
+   * shell's 'Terminated' is shown, not counted).
+   */
+  async writerRows(
+    namespace: string,
+    podName: string,
+  ): Promise<{ rows: [number, number][]; other: string[] }> {
+    const lines = (await this.ok(["-n", namespace, "logs", podName])).trim().split("\n");
+    const row = /^(\d+(?:\.\d+)?)\|(\d+)$/;
+    return {
+      rows: lines.flatMap((line) => {
+        const match = row.exec(line);
+        return match ? [[Number(match[1]) * 1000, Number(match[2])] as [number, number]] : [];
+      }),
+      other: lines.filter((line) => line && !row.test(line)),
+    };
   }
 
   /** The backup files in a SampleDB's backup volume, oldest first. */
@@ -138,8 +170,29 @@ export class World {
     namespace: string,
     podName: string,
     script: string,
-    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+    options: { db?: string; host?: string; backups?: string; timeoutMs?: number },
   ): Promise<string> {
+    await this.applyPod(namespace, podName, script, options);
+    let phase = "";
+    await pollUntil(
+      async () => {
+        phase = await this.ok(["-n", namespace, "get", "pod", podName, "-o", "jsonpath={.status.phase}"]);
+        return phase === "Succeeded" || phase === "Failed";
+      },
+      { timeoutMs: options.timeoutMs ?? 90_000, intervalMs: 500, message: `pod ${podName} to finish` },
+    );
+    const logs = await this.ok(["-n", namespace, "logs", podName]);
+    if (phase !== "Succeeded") throw new Error(`pod ${podName} failed:\n${logs}`);
+    return logs;
+  }
+
+  /** Creates a pod of the PostgreSQL image running `script`, with a SampleDB's connection and/or backup volume. */
+  private async applyPod(
+    namespace: string,
+    podName: string,
+    script: string,
+    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+  ): Promise<void> {
     const fromConfig = (env: string, key: string) => ({
       name: env,
       valueFrom: { configMapKeyRef: { name: `${db ?? ""}-connection`, key } },
@@ -178,16 +231,24 @@ export class World {
       },
     };
     await this.ok(["apply", "-f", "-"], JSON.stringify(pod));
-    let phase = "";
-    await pollUntil(
-      async () => {
-        phase = await this.ok(["-n", namespace, "get", "pod", podName, "-o", "jsonpath={.status.phase}"]);
-        return phase === "Succeeded" || phase === "Failed";
-      },
-      { timeoutMs: 90_000, intervalMs: 500, message: `pod ${podName} to finish` },
-    );
-    const logs = await this.ok(["-n", namespace, "logs", podName]);
-    if (phase !== "Succeeded") throw new Error(`pod ${podName} failed:\n${logs}`);
-    return logs;
   }
+}
+
+/**
+ * The outage in acknowledged writes around `deletedAt` (ms): the longest pause between two rows
+ * from 2 s before it, and when writes were accepted again (the first row after that pause), in ms
+ * after `deletedAt`.
+ */
+export function writeOutage(
+  rows: [number, number][],
+  deletedAt: number,
+): { pauseMs: number; resumedMs: number } {
+  const times = rows.map(([at]) => at).filter((at) => at >= deletedAt - 2_000);
+  let pauseMs = 0;
+  let resumedAt = times[0] ?? deletedAt;
+  for (let i = 1; i < times.length; i++) {
+    const gap = (times[i] ?? 0) - (times[i - 1] ?? 0);
+    if (gap > pauseMs) [pauseMs, resumedAt] = [gap, times[i] ?? 0];
+  }
+  return { pauseMs, resumedMs: resumedAt - deletedAt };
 }
