@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { aggregatedApiAccess, apiService } from "../src/testing/aggregated-api.js";
+import { aggregatedApiAccess, aggregatedApiService, apiService } from "../src/testing/aggregated-api.js";
 import { goEnv } from "../src/testing/assets/go.js";
 import { defaultAssetsRoot } from "../src/testing/assets/index.js";
 import { singleBinaryImage } from "../src/testing/control-plane/node-images.js";
@@ -62,14 +62,7 @@ apiVersion: v1
 kind: Secret
 metadata: { name: metrics-server-certs, namespace: kube-system }
 data: { tls.crt: ${b64(serving.cert)}, tls.key: ${b64(serving.key)}, kubelet-ca.crt: ${b64(plane.caCert)} }
----
-apiVersion: v1
-kind: Service
-metadata: { name: metrics-server, namespace: kube-system }
-spec:
-  selector: { app: metrics-server }
-  ports: [{ name: https, port: 443, targetPort: 4443 }]
----
+${aggregatedApiService("metrics-server", 4443)}---
 apiVersion: apps/v1
 kind: Deployment
 metadata: { name: metrics-server, namespace: kube-system }

@@ -5,7 +5,14 @@
  * its own (`rules`, YAML flow sequences).
  */
 export function aggregatedApiAccess(name: string, role: string, rules: string[]): string {
-  const subject = `subjects: [{ kind: ServiceAccount, name: ${name}, namespace: kube-system }]`;
+  // Each binding gives the service account one role.
+  const binding = (kind: string, metadata: string, roleKind: string, roleName: string) => `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ${kind}
+metadata: ${metadata}
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ${roleKind}, name: "${roleName}" }
+subjects: [{ kind: ServiceAccount, name: ${name}, namespace: kube-system }]
+`;
   return `apiVersion: v1
 kind: ServiceAccount
 metadata: { name: ${name}, namespace: kube-system }
@@ -15,24 +22,28 @@ kind: ClusterRole
 metadata: { name: "${role}" }
 rules:
 ${rules.map((rule) => `  - ${rule}`).join("\n")}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: { name: "${role}" }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "${role}" }
-${subject}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: { name: "${name}:system:auth-delegator" }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator" }
-${subject}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: { name: ${name}-auth-reader, namespace: kube-system }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader }
-${subject}
+${binding("ClusterRoleBinding", `{ name: "${role}" }`, "ClusterRole", role)}${binding(
+  "ClusterRoleBinding",
+  `{ name: "${name}:system:auth-delegator" }`,
+  "ClusterRole",
+  "system:auth-delegator",
+)}${binding(
+  "RoleBinding",
+  `{ name: ${name}-auth-reader, namespace: kube-system }`,
+  "Role",
+  "extension-apiserver-authentication-reader",
+)}`;
+}
+
+/** The Service in front of aggregated API server `name`'s pods (label `app: <name>`): 443 → `targetPort`. */
+export function aggregatedApiService(name: string, targetPort: number): string {
+  return `---
+apiVersion: v1
+kind: Service
+metadata: { name: ${name}, namespace: kube-system }
+spec:
+  selector: { app: ${name} }
+  ports: [{ name: https, port: 443, targetPort: ${targetPort} }]
 `;
 }
 

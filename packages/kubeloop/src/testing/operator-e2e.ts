@@ -40,7 +40,7 @@ interface ProjectSection {
  *   await e2e.kubectl(["apply", "-f", "config/samples"]);
  *   await e2e.waitForCondition("widget/widget-sample", "Ready");
  *   const metrics = await e2e.scrapeMetrics();
- *   console.log(metrics.includes("kubeloop_reconcile_total"));
+ *   if (!metrics.includes("controller_runtime_reconcile_total")) throw new Error("no reconcile metrics");
  * } finally {
  *   await e2e.stop();
  * }

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { pollUntil } from "../util/index.js";
-import { aggregatedApiAccess, apiService } from "./aggregated-api.js";
+import { aggregatedApiAccess, aggregatedApiService, apiService } from "./aggregated-api.js";
 import { goEnv } from "./assets/go.js";
 import { defaultAssetsRoot } from "./assets/index.js";
 import { singleBinaryImage } from "./control-plane/node-images.js";
@@ -121,14 +121,7 @@ data:
   tls.crt: ${b64(serving.cert)}
   tls.key: ${b64(serving.key)}
   config.yaml: ${b64(stringify({ rules: options.rules }))}
----
-apiVersion: v1
-kind: Service
-metadata: { name: prometheus-adapter, namespace: kube-system }
-spec:
-  selector: { app: prometheus-adapter }
-  ports: [{ name: https, port: 443, targetPort: 6443 }]
----
+${aggregatedApiService("prometheus-adapter", 6443)}---
 apiVersion: apps/v1
 kind: Deployment
 metadata: { name: prometheus-adapter, namespace: kube-system }
