@@ -101,6 +101,19 @@ export {
   StatusError,
   type WebhookLike,
 } from "./memory/index.js";
+export {
+  type CatalogBundle,
+  type CatalogOptions,
+  catalogImage,
+  installOlm,
+  type OlmInstall,
+  type OlmPlane,
+  olmAssets,
+  olmImage,
+  publishCatalog,
+  pushToPlaneRegistry,
+  renderCatalog,
+} from "./olm/index.js";
 export { OperatorE2e, type OperatorE2eOptions } from "./operator-e2e.js";
 export {
   freePort,

@@ -23,6 +23,7 @@ const USAGE = `Usage:
   --tarball    write an OCI image layout in a tar (ctr -n k8s.io images import FILE)
   --push       push to a registry: host[:port]/repository[:tag] (docker config credentials;
                plain http for 127.0.0.1, localhost and ::1)
+  --plain-http push over plain HTTP to another address too (a test cluster's registry)
   --load       import it into every node of the local cluster (kubeloop cluster start --profile
                node), as kind load does; --cluster-dir DIR names its folder (default
                .kubeloop/cluster)
@@ -59,6 +60,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
       base: { type: "string" },
       load: { type: "boolean" },
       "cluster-dir": { type: "string" },
+      "plain-http": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -94,7 +96,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
     writeFileSync(sbomFile, sbom);
     console.error(`wrote the SBOM to ${resolve(sbomFile)}`);
   }
-  if (values.push) console.error(`pushed ${await pushImage(image, values.push)}`);
+  if (values.push) console.error(`pushed ${await pushImage(image, values.push, values["plain-http"])}`);
   if (values.load) {
     const dir = resolve(values["cluster-dir"] ?? DEFAULT_CLUSTER_DIR);
     const file = values.tarball
@@ -120,7 +122,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
 /** `kubeloop build --bundle`: the OLM bundle image instead of the operator's. */
 async function bundleCommand(
   dir: string,
-  values: { tarball?: string; push?: string; tag?: string },
+  values: { tarball?: string; push?: string; tag?: string; "plain-http"?: boolean },
 ): Promise<number> {
   const root = resolve(dir);
   const image = buildBundleImage(root, values.tag ?? values.push ?? defaultBundleName(root));
@@ -128,7 +130,7 @@ async function bundleCommand(
     writeFileSync(resolve(values.tarball), layoutTar(image));
     console.error(`wrote ${resolve(values.tarball)} (${image.name})`);
   }
-  if (values.push) console.error(`pushed ${await pushImage(image, values.push)}`);
+  if (values.push) console.error(`pushed ${await pushImage(image, values.push, values["plain-http"])}`);
   console.log(image.digest);
   return 0;
 }

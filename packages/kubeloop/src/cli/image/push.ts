@@ -42,10 +42,13 @@ export function isLoopback(registry: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-/** Pushes `image` to `reference`; returns the reference pinned by digest. */
-export async function pushImage(image: Image, reference: string): Promise<string> {
+/**
+ * Pushes `image` to `reference`; returns the reference pinned by digest. `plainHttp` talks HTTP to a
+ * registry that is not on loopback (a test cluster's, on its bridge).
+ */
+export async function pushImage(image: Image, reference: string, plainHttp = false): Promise<string> {
   const ref = parseReference(reference);
-  const session = new RegistrySession(ref);
+  const session = new RegistrySession(ref, plainHttp);
   const manifests = image.blobs.filter((b) => b.mediaType.includes("manifest"));
   const others = image.blobs.filter((b) => !b.mediaType.includes("manifest"));
   const seen = new Set<string>();
@@ -64,8 +67,12 @@ export class RegistrySession {
   private readonly base: string;
   private authorization: string | undefined;
 
-  constructor(private readonly ref: Reference) {
-    this.base = `${isLoopback(ref.registry) ? "http" : "https"}://${ref.registry}/v2/${ref.repository}`;
+  constructor(
+    private readonly ref: Reference,
+    plainHttp = false,
+  ) {
+    const scheme = plainHttp || isLoopback(ref.registry) ? "http" : "https";
+    this.base = `${scheme}://${ref.registry}/v2/${ref.repository}`;
   }
 
   async pushBlob(blob: Blob): Promise<void> {

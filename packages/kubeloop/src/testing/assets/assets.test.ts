@@ -13,6 +13,7 @@ import {
   KUBERNETES_VERSION,
   OLDEST_KUBERNETES_VERSION,
   OLM_API_VERSION,
+  OLM_VERSION,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";
@@ -114,6 +115,11 @@ describe("the shipping tools", () => {
         version: OLM_API_VERSION,
         binaries: ["operator-verify"],
       });
+      expect(componentOf("catalog", version)).toEqual({
+        name: "olm-lifecycle",
+        version: OLM_VERSION,
+        binaries: ["olm", "catalog", "copy-content", "cpb", "opm", "grpc_health_probe"],
+      });
     }
     // `kubeloop assets build` (npm test's assets step) builds every component, these included.
     expect(Object.keys(COMPONENTS)).toEqual([
@@ -122,6 +128,7 @@ describe("the shipping tools", () => {
       "kwok",
       "helm",
       "olm",
+      "olm-lifecycle",
       "kubernetes-node",
       "containerd",
       "runc",

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { AssetsError } from "../errors.js";
 import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
@@ -10,6 +10,7 @@ import {
   type ComponentSpec,
   componentDirName,
   componentsFor,
+  GRPC_HEALTH_PROBE_VERSION,
   resolveKubernetesVersion,
 } from "./versions.js";
 
@@ -290,6 +291,52 @@ const RECIPES: Record<ComponentName, Recipe> = {
     await download(context, "olm", "operator-framework/api", `${command}@v${context.spec.version}`);
     await compile(context, [command], ["-ldflags=-s -w"]);
   },
+
+  /**
+   * OLM v0's operators and the utilities its pods run (cpb and copy-content copy bundle and catalog
+   * content, opm unpacks bundles and serves catalogs), from one wrapper module so opm is the
+   * operator-registry release OLM requires; its CRDs are copied from the module. grpc-health-probe,
+   * which probes catalog pods, has a wrapper of its own so it does not move OLM's dependencies.
+   */
+  async "olm-lifecycle"(context) {
+    const base = "github.com/operator-framework/operator-lifecycle-manager";
+    const registry = "github.com/operator-framework/operator-registry";
+    const { version } = context.spec;
+    await download(context, "olm-lifecycle", "operator-lifecycle-manager", `${base}@v${version}`);
+    const registryVersion = await moduleField(context, "Reading opm's version", "{{.Version}}", registry);
+    const commands = ["olm", "catalog", "copy-content"].map((command) => `${base}/cmd/${command}`);
+    const olmVersion = `-X ${base}/pkg/version.OLMVersion=${version}`;
+    await compile(context, [...commands, `${base}/util/cpb`], [`-ldflags=-s -w ${olmVersion}`]);
+    // As operator-registry's Makefile: openpgp in Go instead of gpgme (cgo), which opm never uses here.
+    await compile(
+      context,
+      [`${registry}/cmd/opm`],
+      [
+        "-tags=json1,containers_image_openpgp",
+        `-ldflags=-s -w -X ${registry}/cmd/opm/version.opmVersion=${registryVersion}`,
+      ],
+    );
+    const moduleDir = await moduleField(context, "Locating the OLM module", "{{.Dir}}", base);
+    const crds = join(moduleDir, "deploy", "chart", "crds");
+    if (!existsSync(crds)) throw new AssetsError(`OLM's module has no deploy/chart/crds; its layout changed`);
+    cpSync(crds, join(context.out, "crds"), { recursive: true });
+    const probeWork = join(context.work, "grpc-health-probe");
+    mkdirSync(probeWork, { recursive: true });
+    const probe = { ...context, work: probeWork, run: { ...context.run, cwd: probeWork } };
+    const health = "github.com/grpc-ecosystem/grpc-health-probe";
+    await download(
+      probe,
+      "grpc-health-probe",
+      "grpc-health-probe",
+      `${health}@v${GRPC_HEALTH_PROBE_VERSION}`,
+    );
+    await compile(
+      probe,
+      [health],
+      [`-ldflags=-s -w -X main.versionTag=v${GRPC_HEALTH_PROBE_VERSION}`],
+      "grpc_health_probe",
+    );
+  },
 };
 
 /**
@@ -459,6 +506,11 @@ function flagsForList(flags: string[]): string[] {
 const VERSION_ARGS: Partial<Record<string, { args: string[]; printsVersion: boolean }>> = {
   helm: { args: ["version", "--short"], printsVersion: true },
   "operator-verify": { args: ["manifests", "--help"], printsVersion: false },
+  // OLM's utilities have no version of their own; opm and grpc_health_probe print their own releases'.
+  "copy-content": { args: ["--help"], printsVersion: false },
+  cpb: { args: ["--help"], printsVersion: false },
+  opm: { args: ["version"], printsVersion: false },
+  grpc_health_probe: { args: ["-version"], printsVersion: false },
   // pause prints its own version (3.10.x), not the Kubernetes release it came with.
   pause: { args: ["-v"], printsVersion: false },
   "containerd-shim-runc-v2": { args: ["-v"], printsVersion: true },

@@ -34,6 +34,7 @@ export {
   minorOf,
   OLDEST_KUBERNETES_VERSION,
   OLM_API_VERSION,
+  OLM_VERSION,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";

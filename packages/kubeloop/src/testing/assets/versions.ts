@@ -25,6 +25,14 @@ export const KWOK_VERSION = "0.8.0";
  */
 export const HELM_VERSION = "3.22.0";
 export const OLM_API_VERSION = "0.45.0";
+/**
+ * OLM v0 itself (operator-lifecycle-manager: olm-operator, catalog-operator and the utilities their
+ * pods run), the newest tag the proxy serves, with the opm of the operator-registry it requires and
+ * grpc-health-probe, which catalog pods are probed with. v0, not v1: it installs registry+v1
+ * bundles with webhooks and issues their certificates itself, which OLM v1 does not.
+ */
+export const OLM_VERSION = "0.38.0";
+export const GRPC_HEALTH_PROBE_VERSION = "0.4.40";
 
 /**
  * The node stack of the `node` profile (real pods), as kind 0.31 pins it for Kubernetes 1.36:
@@ -113,6 +121,12 @@ export type BinaryName =
   | "kwok"
   | "helm"
   | "operator-verify"
+  | "olm"
+  | "catalog"
+  | "copy-content"
+  | "cpb"
+  | "opm"
+  | "grpc_health_probe"
   | "kubelet"
   | "kube-proxy"
   | "pause"
@@ -134,6 +148,7 @@ export type ComponentName =
   | "kwok"
   | "helm"
   | "olm"
+  | "olm-lifecycle"
   | "kubernetes-node"
   | "containerd"
   | "runc"
@@ -164,6 +179,11 @@ export function componentsFor(kubernetesVersion: string): Readonly<Record<Compon
     kwok: { name: "kwok", version: KWOK_VERSION, binaries: ["kwok"] },
     helm: { name: "helm", version: HELM_VERSION, binaries: ["helm"] },
     olm: { name: "olm", version: OLM_API_VERSION, binaries: ["operator-verify"] },
+    "olm-lifecycle": {
+      name: "olm-lifecycle",
+      version: OLM_VERSION,
+      binaries: ["olm", "catalog", "copy-content", "cpb", "opm", "grpc_health_probe"],
+    },
     "kubernetes-node": {
       name: "kubernetes-node",
       version: kubernetesVersion,

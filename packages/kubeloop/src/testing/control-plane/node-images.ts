@@ -228,22 +228,57 @@ export function singleBinaryImage(
   image: { ref: string; user: string; cacheDir: string },
 ): string {
   const name = basename(binary);
-  const key = createHash("sha256").update(readFileSync(binary)).update(image.ref).update(image.user);
+  return filesImage({ ...image, files: { [`/${name}`]: binary }, entrypoint: [`/${name}`] });
+}
+
+/** What {@link filesImage} puts in an image. */
+export interface FilesImage {
+  ref: string;
+  user: string;
+  cacheDir: string;
+  /** Path in the image → this machine's file (made executable). */
+  files: Readonly<Record<string, string>>;
+  /** Path in the image → text content. */
+  texts?: Readonly<Record<string, string>>;
+  /** Paths in the image of dynamically linked programs whose shared libraries (this machine's) are copied in. */
+  linked?: readonly string[];
+  entrypoint?: readonly string[];
+  cmd?: readonly string[];
+}
+
+/**
+ * A one-layer image of files from this machine (docker-archive, made once into `<cacheDir>/images/`,
+ * keyed by its contents), with a world-writable /tmp: Go servers write certificates and caches there.
+ */
+export function filesImage(image: FilesImage): string {
+  const key = createHash("sha256").update(
+    JSON.stringify([image.ref, image.user, image.entrypoint, image.cmd]),
+  );
+  for (const [path, source] of Object.entries(image.files)) key.update(path).update(readFileSync(source));
+  key.update(JSON.stringify([image.texts, image.linked]));
+  const name = basename(Object.keys(image.files)[0] ?? "image");
   const path = join(image.cacheDir, "images", `${name}-${key.digest("hex").slice(0, 12)}.tar`);
   if (existsSync(path)) return path;
   const work = join(image.cacheDir, "images", `.build-${name}-${process.pid}`);
   const rootfs = join(work, "rootfs");
   mkdirSync(rootfs, { recursive: true });
   try {
-    copyFileSync(binary, join(rootfs, name));
-    chmodSync(join(rootfs, name), 0o755);
-    // Go servers write certificates and caches under /tmp.
+    for (const [target, source] of Object.entries(image.files)) {
+      mkdirSync(dirname(join(rootfs, target)), { recursive: true });
+      copyFileSync(source, join(rootfs, target));
+      chmodSync(join(rootfs, target), 0o755);
+    }
+    for (const [target, content] of Object.entries(image.texts ?? {})) {
+      mkdirSync(dirname(join(rootfs, target)), { recursive: true });
+      writeFileSync(join(rootfs, target), content);
+    }
+    for (const program of image.linked ?? []) copySharedLibraries(join(rootfs, program), rootfs);
     mkdirSync(join(rootfs, "tmp"));
     chmodSync(join(rootfs, "tmp"), 0o1777);
     writeDockerArchive(work, rootfs, path, {
       ref: image.ref,
-      entrypoint: [`/${name}`],
-      cmd: [],
+      entrypoint: image.entrypoint ?? [],
+      cmd: image.cmd ?? [],
       user: image.user,
       exposedPorts: [],
       env: [],
