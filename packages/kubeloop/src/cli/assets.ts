@@ -16,7 +16,7 @@ import { CliError } from "./errors.js";
 const USAGE = `Usage:
   kubeloop assets build [--component NAME]... [--kubernetes-version 1.33]...
       Builds the pinned control-plane binaries, the node stack (kubelet, kube-proxy, containerd,
-      runc, CNI plugins, CoreDNS, registry), helm and OLM's operator-verify from Go modules
+      runc, CNI plugins, CoreDNS, registry), helm, OLM's operator-verify and OLM v0 from Go modules
       (needs Go ≥ 1.26; runc needs gcc and libseccomp-dev), unless already cached.
       Components: ${Object.keys(COMPONENTS).join(", ")}.
       --kubernetes-version may repeat; each version is cached beside the others.
