@@ -116,6 +116,8 @@ describe("kubeloop build (the nginx example)", () => {
     });
     const paths = files(platform("amd64").layers).map((e) => e.path);
     expect(paths).toEqual(expect.arrayContaining(["app/main.mjs", "app/main.mjs.map", "app/launcher.mjs"]));
+    // What the operator imports dynamically (here yaml, for a kubeconfig file) is a chunk beside it.
+    expect(paths.filter((p) => /^app\/chunks\/.+\.mjs$/.test(p)).length).toBeGreaterThan(0);
   });
 
   it("holds no devDependency: not in the bundle's sources, not beside it, not in the SBOM", () => {
@@ -127,10 +129,11 @@ describe("kubeloop build (the nginx example)", () => {
     );
     expect(devDependencies).toEqual(expect.arrayContaining(["vitest", "typescript", "@biomejs/biome"]));
     const entries = files(platform("amd64").layers);
-    const map = JSON.parse(
-      Buffer.from(entries.find((e) => e.path === "app/main.mjs.map")?.data ?? []).toString(),
-    ) as {
-      sources: string[];
+    // The bundle's and its chunks' source maps: every source that left code in the image.
+    const map = {
+      sources: entries
+        .filter((e) => /^app\/(chunks\/)?[^/]+\.mjs\.map$/.test(e.path))
+        .flatMap((e) => (JSON.parse(Buffer.from(e.data ?? []).toString()) as { sources: string[] }).sources),
     };
     expect(map.sources.some((s) => s.includes("node_modules/typebox/"))).toBe(true);
     const shipped = entries.filter((e) => e.path.startsWith("app/node_modules/")).map((e) => e.path);
