@@ -11,6 +11,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -40,9 +41,16 @@ const { values: opts } = parseArgs({
     "memory-only": { type: "boolean", default: false },
     cold: { type: "string" },
     memory: { type: "string" },
+    // Converge sizes (e.g. --converge-only --converge 1000).
+    converge: { type: "string" },
     // Extra kubeloop rows in cold start and memory: node run directly with these flags, "|"-separated
-    // (default: none, i.e. plain node, the figure without the launcher's heap sizing).
+    // (default: none, i.e. plain node, the figure without the launcher's heap sizing). In a variant,
+    // NAME=value sets an environment variable (e.g. MALLOC_ARENA_MAX=2) and `bundle` runs the
+    // operator bundled as `kubeloop build`'s image holds it (its bundle and chunks).
     variants: { type: "string" },
+    // Node flags for the kubeloop row itself (before the launcher, which keeps them), e.g. to
+    // measure a flag's converge CPU: --kubeloop-flags="--optimize-for-size".
+    "kubeloop-flags": { type: "string", default: "" },
   },
 });
 const quick = opts.quick;
@@ -70,6 +78,7 @@ const plan = quick
 if (opts.rounds) plan.rounds = Number(opts.rounds);
 if (opts.cold) plan.cold = Number(opts.cold);
 if (opts.memory) plan.memory = opts.memory.split(",").map(Number);
+if (opts.converge) plan.converge = opts.converge.split(",").map(Number);
 const CONCURRENCY = Number(opts.concurrency);
 const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates, populate)
 // The floor's workers: 16 was its best on this machine (1,000 Widgets: 4 → 7.4 s, 16 → 4.8 s, 64 → 5.5 s).
@@ -140,6 +149,33 @@ function buildKubeloop(cache) {
   return join(out, "widget-operator.js");
 }
 
+/**
+ * The operator as `kubeloop build`'s image holds it (cli/image/app.ts: the bundle, its chunks and
+ * the launcher), written to <cache>/kubeloop/app.
+ */
+async function bundleKubeloop(cache) {
+  const { buildApp } = await import(new URL("./cli/image/app.js", import.meta.resolve("kubeloop")).href);
+  const root = dirname(here);
+  const app = await buildApp(root, join(peersDir, "kubeloop", "widget-operator.ts"), root);
+  const out = join(cache, "kubeloop", "app");
+  rmSync(out, { recursive: true, force: true });
+  for (const file of app.files) {
+    const path = join(out, file.path.replace(/^\/app\/?/, ""));
+    mkdirSync(file.type === "dir" ? path : dirname(path), { recursive: true });
+    if (file.type !== "dir") writeFileSync(path, file.data);
+  }
+}
+
+/** A variant's command: `env NAME=value… node flags… operator` (env execs node: the pid is node's). */
+function variantCommand(cache, variant) {
+  const tokens = variant.split(" ").filter(Boolean);
+  const envs = tokens.filter((t) => /^[A-Z_][A-Z0-9_]*=/.test(t));
+  const bundle = tokens.includes("bundle");
+  const flags = tokens.filter((t) => t !== "bundle" && !envs.includes(t));
+  const main = join(cache, "kubeloop", bundle ? "app/main.mjs" : "widget-operator.js");
+  return [...(envs.length ? ["env", ...envs] : []), process.execPath, ...flags, main];
+}
+
 function buildPeers(selected) {
   const cache = join(homedir(), ".cache", "kubeloop", "peers");
   const goVersion = need("go", "Go ≥ 1.24 builds the controller-runtime operator and the load generator");
@@ -170,17 +206,15 @@ function buildPeers(selected) {
   return {
     loadgen: join(goOut, "loadgen"),
     commands: {
-      kubeloop: [process.execPath, LAUNCHER, buildKubeloop(cache)],
+      kubeloop: [
+        process.execPath,
+        ...opts["kubeloop-flags"].split(" ").filter(Boolean),
+        LAUNCHER,
+        buildKubeloop(cache),
+      ],
       // The same operator with other Node flags (see NOTES.md): cold start and memory only.
       ...Object.fromEntries(
-        VARIANTS.map((flags) => [
-          variantName(flags),
-          [
-            process.execPath,
-            ...flags.split(" ").filter(Boolean),
-            join(cache, "kubeloop", "widget-operator.js"),
-          ],
-        ]),
+        VARIANTS.map((variant) => [variantName(variant), variantCommand(cache, variant)]),
       ),
       "controller-runtime": [join(goOut, "controller-runtime")],
       "kube-rs": [join(rsOut, "kube-rs")],
@@ -758,6 +792,8 @@ if (opts["report-only"]) {
   process.exit(0);
 }
 peers = buildPeers(impls);
+if (VARIANTS.some((v) => v.split(" ").includes("bundle")))
+  await bundleKubeloop(dirname(dirname(peers.loadgen)));
 log(`plan: ${JSON.stringify(plan)}; load average ${loadavgAtStart}`);
 for (let round = 1; round <= (opts["memory-only"] ? 0 : plan.rounds); round++) {
   const order = round % 2 ? impls : [...impls].reverse();
