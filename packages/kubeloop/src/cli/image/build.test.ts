@@ -43,7 +43,7 @@ const platform = (arch: "amd64" | "arm64") => {
 const configOf = (arch: "amd64" | "arm64") =>
   JSON.parse(platform(arch).config.bytes.toString()) as {
     architecture: string;
-    config: { User: string; Entrypoint: string[]; Labels: Record<string, string> };
+    config: { User: string; Entrypoint: string[]; Env: string[]; Labels: Record<string, string> };
     rootfs: { diff_ids: string[] };
     history: object[];
   };
@@ -110,6 +110,7 @@ describe("kubeloop build (the nginx example)", () => {
       "/app/launcher.mjs",
       "/app/main.mjs",
     ]);
+    expect(config.config.Env).toContain("MALLOC_ARENA_MAX=2");
     expect(config.config.Labels).toMatchObject({
       "org.opencontainers.image.title": "nginx-operator",
       "org.opencontainers.image.version": "0.1.0",
