@@ -85,9 +85,10 @@ const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates,
 const WARMUP = 50;
 const VARIANTS = (opts.variants ?? "").split("|");
 const variantName = (flags) => (flags ? `kubeloop node ${flags}` : "kubeloop, plain node");
-// kubeloop runs as its image runs it: through the launcher, which adds heap flags sized from the
-// memory limit (none here unless the runner is in a memory cgroup: --max-semi-space-size=4 only).
-const LAUNCHER = fileURLToPath(new URL("./cli/image/launcher.js", import.meta.resolve("kubeloop")));
+// kubeloop runs as its image runs it: the bundle `kubeloop build` makes, through the launcher, which
+// adds heap flags sized from the memory limit (none here unless the runner is in a memory cgroup:
+// --max-semi-space-size=4 only), with the image's MALLOC_ARENA_MAX (cli/image/build.ts).
+const IMAGE_ENV = ["MALLOC_ARENA_MAX=2"];
 const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
 const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");
 const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
@@ -203,14 +204,18 @@ function buildPeers(selected) {
     copyFileSync(join(target, "release", "widget-operator"), join(rsOut, "kube-rs"));
     spawnSync("chmod", ["+x", join(rsOut, "kube-rs")]);
   }
+  buildKubeloop(cache); // the workspace's files, for the variants
   return {
     loadgen: join(goOut, "loadgen"),
     commands: {
+      // As the image runs it: its environment, its launcher and its bundle (written by bundleKubeloop).
       kubeloop: [
+        "env",
+        ...IMAGE_ENV,
         process.execPath,
         ...opts["kubeloop-flags"].split(" ").filter(Boolean),
-        LAUNCHER,
-        buildKubeloop(cache),
+        join(cache, "kubeloop", "app", "launcher.mjs"),
+        join(cache, "kubeloop", "app", "main.mjs"),
       ],
       // The same operator with other Node flags (see NOTES.md): cold start and memory only.
       ...Object.fromEntries(
@@ -609,7 +614,7 @@ function report(samples, peers, impls, startedAt, finishedAt) {
     `- kubeloop (workspace) on Node ${peers.versions.node}; controller-runtime ${peers.versions.controllerRuntime} (${peers.versions.go}); kube ${peers.versions.kube} + k8s-openapi ${peers.versions.k8sOpenapi} (${peers.versions.rust}, release build); ${floorNote}.`,
   );
   lines.push(
-    `- kubeloop runs as its image runs it, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
+    `- kubeloop runs as its image runs it: the bundle \`kubeloop build\` makes (main.mjs and its chunks), with the image's ${IMAGE_ENV.join(" ")}, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
   );
   lines.push(
     `- ${plan.rounds} round(s), implementations interleaved (order reversed every other round); figures are medians over rounds. Reconcile concurrency ${CONCURRENCY} in every framework.`,
@@ -792,8 +797,7 @@ if (opts["report-only"]) {
   process.exit(0);
 }
 peers = buildPeers(impls);
-if (VARIANTS.some((v) => v.split(" ").includes("bundle")))
-  await bundleKubeloop(dirname(dirname(peers.loadgen)));
+await bundleKubeloop(dirname(dirname(peers.loadgen)));
 log(`plan: ${JSON.stringify(plan)}; load average ${loadavgAtStart}`);
 for (let round = 1; round <= (opts["memory-only"] ? 0 : plan.rounds); round++) {
   const order = round % 2 ? impls : [...impls].reverse();
