@@ -8,9 +8,8 @@ import type { TarEntry } from "./tar.js";
 /**
  * The operator itself, as the image holds it: an ES module bundled by esbuild from the project's
  * entry point (tree-shaken: only what the entry reaches, so no devDependency can come in), what it
- * imports dynamically split into chunks beside it (loaded at first use), with source maps (the
- * entrypoint runs node with `--enable-source-maps`, so stack traces name the TypeScript sources),
- * under /app.
+ * imports dynamically split into chunks beside it (loaded at first use), with source maps (with
+ * `NODE_OPTIONS=--enable-source-maps`, stack traces name the TypeScript sources), under /app.
  *
  * What cannot be bundled is shipped beside the bundle, as a package under /app/node_modules with
  * its production dependencies, and left as an import esbuild does not follow:
