@@ -109,7 +109,7 @@ describe("the nginx operator deployed by kubeloop deploy, as pods", () => {
     expect(pods.trim().split("\n")).toEqual(["true", "true"]);
   }, 150_000);
 
-  it("holds a working set under its memory request, as the kubelet reports it", async () => {
+  it("holds a working set under 60 MiB, half its memory request, as the kubelet reports it", async () => {
     const pods = await jsonpath(
       ["-n", NS, "get", "pods", "-l", "app.kubernetes.io/name=nginx-operator"],
       '{range .items[*]}{.metadata.name} {.spec.nodeName}{"\\n"}{end}',
@@ -138,7 +138,8 @@ describe("the nginx operator deployed by kubeloop deploy, as pods", () => {
         `operator pod ${pod}: working set ${mib(container?.memory.workingSetBytes)} MiB, RSS ${mib(container?.memory.rssBytes)} MiB`,
       );
       expect(container?.memory.workingSetBytes).toBeGreaterThan(20 * 2 ** 20);
-      expect(container?.memory.workingSetBytes).toBeLessThan(128 * 2 ** 20);
+      // 42–45 MiB measured (63 while the image ran node with --enable-source-maps).
+      expect(container?.memory.workingSetBytes).toBeLessThan(60 * 2 ** 20);
     }
   });
 
