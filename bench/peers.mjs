@@ -11,6 +11,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -40,9 +41,16 @@ const { values: opts } = parseArgs({
     "memory-only": { type: "boolean", default: false },
     cold: { type: "string" },
     memory: { type: "string" },
+    // Converge sizes (e.g. --converge-only --converge 1000).
+    converge: { type: "string" },
     // Extra kubeloop rows in cold start and memory: node run directly with these flags, "|"-separated
-    // (default: none, i.e. plain node, the figure without the launcher's heap sizing).
+    // (default: none, i.e. plain node, the figure without the launcher's heap sizing). In a variant,
+    // NAME=value sets an environment variable (e.g. MALLOC_ARENA_MAX=2) and `bundle` runs the
+    // operator bundled as `kubeloop build`'s image holds it (its bundle and chunks).
     variants: { type: "string" },
+    // Node flags for the kubeloop row itself (before the launcher, which keeps them), e.g. to
+    // measure a flag's converge CPU: --kubeloop-flags="--optimize-for-size".
+    "kubeloop-flags": { type: "string", default: "" },
   },
 });
 const quick = opts.quick;
@@ -70,15 +78,17 @@ const plan = quick
 if (opts.rounds) plan.rounds = Number(opts.rounds);
 if (opts.cold) plan.cold = Number(opts.cold);
 if (opts.memory) plan.memory = opts.memory.split(",").map(Number);
+if (opts.converge) plan.converge = opts.converge.split(",").map(Number);
 const CONCURRENCY = Number(opts.concurrency);
 const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates, populate)
 // The floor's workers: 16 was its best on this machine (1,000 Widgets: 4 → 7.4 s, 16 → 4.8 s, 64 → 5.5 s).
 const WARMUP = 50;
 const VARIANTS = (opts.variants ?? "").split("|");
 const variantName = (flags) => (flags ? `kubeloop node ${flags}` : "kubeloop, plain node");
-// kubeloop runs as its image runs it: through the launcher, which adds heap flags sized from the
-// memory limit (none here unless the runner is in a memory cgroup: --max-semi-space-size=4 only).
-const LAUNCHER = fileURLToPath(new URL("./cli/image/launcher.js", import.meta.resolve("kubeloop")));
+// kubeloop runs as its image runs it: the bundle `kubeloop build` makes, through the launcher, which
+// adds heap flags sized from the memory limit (none here unless the runner is in a memory cgroup:
+// --max-semi-space-size=4 only), with the image's MALLOC_ARENA_MAX (cli/image/build.ts).
+const IMAGE_ENV = ["MALLOC_ARENA_MAX=2"];
 const FLOOR_CONCURRENCY = Number(process.env.FLOOR_CONCURRENCY ?? 16);
 const outPath = opts.out ?? join(here, quick ? "RESULTS.quick.md" : "RESULTS.md");
 const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
@@ -140,6 +150,33 @@ function buildKubeloop(cache) {
   return join(out, "widget-operator.js");
 }
 
+/**
+ * The operator as `kubeloop build`'s image holds it (cli/image/app.ts: the bundle, its chunks and
+ * the launcher), written to <cache>/kubeloop/app.
+ */
+async function bundleKubeloop(cache) {
+  const { buildApp } = await import(new URL("./cli/image/app.js", import.meta.resolve("kubeloop")).href);
+  const root = dirname(here);
+  const app = await buildApp(root, join(peersDir, "kubeloop", "widget-operator.ts"), root);
+  const out = join(cache, "kubeloop", "app");
+  rmSync(out, { recursive: true, force: true });
+  for (const file of app.files) {
+    const path = join(out, file.path.replace(/^\/app\/?/, ""));
+    mkdirSync(file.type === "dir" ? path : dirname(path), { recursive: true });
+    if (file.type !== "dir") writeFileSync(path, file.data);
+  }
+}
+
+/** A variant's command: `env NAME=value… node flags… operator` (env execs node: the pid is node's). */
+function variantCommand(cache, variant) {
+  const tokens = variant.split(" ").filter(Boolean);
+  const envs = tokens.filter((t) => /^[A-Z_][A-Z0-9_]*=/.test(t));
+  const bundle = tokens.includes("bundle");
+  const flags = tokens.filter((t) => t !== "bundle" && !envs.includes(t));
+  const main = join(cache, "kubeloop", bundle ? "app/main.mjs" : "widget-operator.js");
+  return [...(envs.length ? ["env", ...envs] : []), process.execPath, ...flags, main];
+}
+
 function buildPeers(selected) {
   const cache = join(homedir(), ".cache", "kubeloop", "peers");
   const goVersion = need("go", "Go ≥ 1.24 builds the controller-runtime operator and the load generator");
@@ -167,20 +204,22 @@ function buildPeers(selected) {
     copyFileSync(join(target, "release", "widget-operator"), join(rsOut, "kube-rs"));
     spawnSync("chmod", ["+x", join(rsOut, "kube-rs")]);
   }
+  buildKubeloop(cache); // the workspace's files, for the variants
   return {
     loadgen: join(goOut, "loadgen"),
     commands: {
-      kubeloop: [process.execPath, LAUNCHER, buildKubeloop(cache)],
+      // As the image runs it: its environment, its launcher and its bundle (written by bundleKubeloop).
+      kubeloop: [
+        "env",
+        ...IMAGE_ENV,
+        process.execPath,
+        ...opts["kubeloop-flags"].split(" ").filter(Boolean),
+        join(cache, "kubeloop", "app", "launcher.mjs"),
+        join(cache, "kubeloop", "app", "main.mjs"),
+      ],
       // The same operator with other Node flags (see NOTES.md): cold start and memory only.
       ...Object.fromEntries(
-        VARIANTS.map((flags) => [
-          variantName(flags),
-          [
-            process.execPath,
-            ...flags.split(" ").filter(Boolean),
-            join(cache, "kubeloop", "widget-operator.js"),
-          ],
-        ]),
+        VARIANTS.map((variant) => [variantName(variant), variantCommand(cache, variant)]),
       ),
       "controller-runtime": [join(goOut, "controller-runtime")],
       "kube-rs": [join(rsOut, "kube-rs")],
@@ -575,7 +614,7 @@ function report(samples, peers, impls, startedAt, finishedAt) {
     `- kubeloop (workspace) on Node ${peers.versions.node}; controller-runtime ${peers.versions.controllerRuntime} (${peers.versions.go}); kube ${peers.versions.kube} + k8s-openapi ${peers.versions.k8sOpenapi} (${peers.versions.rust}, release build); ${floorNote}.`,
   );
   lines.push(
-    `- kubeloop runs as its image runs it, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
+    `- kubeloop runs as its image runs it: the bundle \`kubeloop build\` makes (main.mjs and its chunks), with the image's ${IMAGE_ENV.join(" ")}, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
   );
   lines.push(
     `- ${plan.rounds} round(s), implementations interleaved (order reversed every other round); figures are medians over rounds. Reconcile concurrency ${CONCURRENCY} in every framework.`,
@@ -758,6 +797,7 @@ if (opts["report-only"]) {
   process.exit(0);
 }
 peers = buildPeers(impls);
+await bundleKubeloop(dirname(dirname(peers.loadgen)));
 log(`plan: ${JSON.stringify(plan)}; load average ${loadavgAtStart}`);
 for (let round = 1; round <= (opts["memory-only"] ? 0 : plan.rounds); round++) {
   const order = round % 2 ? impls : [...impls].reverse();

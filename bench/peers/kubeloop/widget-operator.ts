@@ -2,7 +2,8 @@
 // Widget that owns ConfigMaps (both cached), a generation predicate, ctx.apply (server-side apply
 // with the Widget as controller owner) when the cached ConfigMap differs, ctx.status for
 // observedGeneration and the Ready condition. Run with Node 24 directly (types are stripped).
-// Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles).
+// Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles),
+// KEEP_MANAGED_FIELDS.
 // Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
 import { readFileSync } from "node:fs";
 import { getHeapSpaceStatistics } from "node:v8";
@@ -54,7 +55,13 @@ const widgets = controller(Widget)
     }
   });
 
-const manager = new Manager({ kubeconfig: process.env.KUBECONFIG ?? "", metrics: false, probes: false });
+const manager = new Manager({
+  kubeconfig: process.env.KUBECONFIG ?? "",
+  metrics: false,
+  probes: false,
+  // KEEP_MANAGED_FIELDS=1: cache objects as served, managedFields included (what they cost).
+  ...(process.env.KEEP_MANAGED_FIELDS ? { cacheTransform: null } : {}),
+});
 manager.add(widgets);
 const running = manager.start();
 await manager.ready;

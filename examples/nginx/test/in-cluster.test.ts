@@ -109,6 +109,40 @@ describe("the nginx operator deployed by kubeloop deploy, as pods", () => {
     expect(pods.trim().split("\n")).toEqual(["true", "true"]);
   }, 150_000);
 
+  it("holds a working set under 60 MiB, half its memory request, as the kubelet reports it", async () => {
+    const pods = await jsonpath(
+      ["-n", NS, "get", "pods", "-l", "app.kubernetes.io/name=nginx-operator"],
+      '{range .items[*]}{.metadata.name} {.spec.nodeName}{"\\n"}{end}',
+    );
+    const request = await jsonpath(
+      ["-n", NS, "get", "deployment", "nginx-operator"],
+      "{.spec.template.spec.containers[0].resources.requests.memory}",
+    );
+    expect(request).toBe("128Mi");
+    for (const [pod, node] of pods
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" "))) {
+      // The kubelet's summary (what metrics-server and the eviction manager read): cgroup figures.
+      const summary = JSON.parse(
+        (await k(["get", "--raw", `/api/v1/nodes/${node}/proxy/stats/summary`])).stdout,
+      ) as {
+        pods: {
+          podRef: { name: string };
+          containers: { name: string; memory: { workingSetBytes: number; rssBytes: number } }[];
+        }[];
+      };
+      const container = summary.pods.find((p) => p.podRef.name === pod)?.containers[0];
+      const mib = (bytes = 0) => (bytes / 2 ** 20).toFixed(1);
+      console.log(
+        `operator pod ${pod}: working set ${mib(container?.memory.workingSetBytes)} MiB, RSS ${mib(container?.memory.rssBytes)} MiB`,
+      );
+      expect(container?.memory.workingSetBytes).toBeGreaterThan(20 * 2 ** 20);
+      // 42–45 MiB measured (63 while the image ran node with --enable-source-maps).
+      expect(container?.memory.workingSetBytes).toBeLessThan(60 * 2 ** 20);
+    }
+  });
+
   it("answers its defaulting, validating and conversion webhooks through their Service", async () => {
     // The API server calls the Service over TLS, trusting the CA deploy put in the configurations.
     const defaulted = await k(

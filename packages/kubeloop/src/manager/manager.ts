@@ -245,7 +245,11 @@ export class Manager {
 
   private async startUp(): Promise<void> {
     const client = await this.makeClient();
-    const registry = new InformerRegistry(client);
+    const { cacheTransform } = this.options;
+    const registry = new InformerRegistry(
+      client,
+      cacheTransform === undefined ? {} : { transform: cacheTransform },
+    );
     this.registryInstance = registry;
     for (const runnable of this.servers.webhooks()) this.runnables.add("webhooks", runnable);
     await this.runnables.start("servers");

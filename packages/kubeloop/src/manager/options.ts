@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Client } from "../client/index.js";
+import type { Client, KubeObject } from "../client/index.js";
 import { checkNamespaces } from "../controller/internal.js";
 import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
@@ -93,6 +93,18 @@ export interface ManagerOptions {
   inCluster?: boolean;
   /** How long informers may take to sync before start fails with their errors. Default 2 minutes. */
   cacheSyncTimeoutMs?: number;
+  /**
+   * Applied to every object the manager's cache stores. Default `stripManagedFields` (kubeloop/cache):
+   * `metadata.managedFields` dropped, as a controller rarely reads them (about a quarter of a small
+   * object's cached size; controller-runtime's `TransformStripManagedFields`). `null` keeps
+   * objects as the API server sent them, for a controller that reads managedFields.
+   *
+   * @example
+   * ```ts
+   * const manager = new Manager({ cacheTransform: null }); // keep managedFields in the cache
+   * ```
+   */
+  cacheTransform?: ((object: KubeObject) => KubeObject) | null;
   /** How long reconciles in flight may finish on shutdown. Default 30 s. */
   gracefulShutdownMs?: number;
   /** Stop gracefully on SIGTERM and SIGINT. Default true. */

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -65,6 +66,53 @@ describe("the bundled operator", () => {
     expect(paths.some((p) => p.startsWith("/app/node_modules/plain/"))).toBe(false);
     const bundle = Buffer.from(app.files.find((f) => f.path === "/app/main.mjs")?.data ?? []).toString();
     expect(bundle).toMatch(/from\s*"native"|require\("native"\)/);
+  });
+
+  it("leaves what is imported dynamically out of main.mjs, in a chunk loaded at first use", async () => {
+    const lazy = mkdtempSync(join(tmpdir(), "kubeloop-app-lazy-"));
+    try {
+      const put = (path: string, text: string) => {
+        mkdirSync(dirname(join(lazy, path)), { recursive: true });
+        writeFileSync(join(lazy, path), text);
+      };
+      put("package.json", JSON.stringify({ name: "lazy-fixture", version: "0.1.0", type: "module" }));
+      put(
+        "src/main.ts",
+        'import { eager } from "eager";\nconsole.log(eager(), typeof globalThis.heavyLoaded);\nconst { heavy }: typeof import("heavy") = await import("heavy");\nconsole.log(heavy(), typeof globalThis.heavyLoaded);\n',
+      );
+      put("node_modules/eager/package.json", pkg("eager"));
+      put("node_modules/eager/index.js", 'exports.eager = () => "eager";\n');
+      // CommonJS, imported by name as Node allows (`const { parse } = await import("yaml")`).
+      put("node_modules/heavy/package.json", pkg("heavy"));
+      put(
+        "node_modules/heavy/index.js",
+        'globalThis.heavyLoaded = true;\nexports.heavy = () => "heavy code";\n',
+      );
+      const app = await buildApp(lazy, join(lazy, "src/main.ts"), lazy);
+      const text = (path: string) =>
+        Buffer.from(app.files.find((f) => f.path === path)?.data ?? []).toString();
+      const chunks = app.files.filter((f) => /^\/app\/chunks\/.*\.mjs$/.test(f.path));
+      expect(text("/app/main.mjs")).not.toContain("heavy code");
+      expect(
+        chunks.some((f) =>
+          Buffer.from(f.data ?? [])
+            .toString()
+            .includes("heavy code"),
+        ),
+      ).toBe(true);
+      // Written out as the image holds them, they run: the chunk is loaded by the dynamic import.
+      const out = join(lazy, "out");
+      for (const file of app.files) {
+        const path = join(out, file.path);
+        if (file.type === "dir") mkdirSync(path, { recursive: true });
+        else writeFileSync(path, file.data ?? new Uint8Array());
+      }
+      expect(execFileSync(process.execPath, [join(out, "app/main.mjs")], { encoding: "utf8" })).toBe(
+        "eager undefined\nheavy code boolean\n",
+      );
+    } finally {
+      rmSync(lazy, { recursive: true, force: true });
+    }
   });
 
   it("refuses an image for the other architecture when a native addon is shipped, and says why", async () => {

@@ -6,10 +6,10 @@ import { CliError } from "../errors.js";
 import type { TarEntry } from "./tar.js";
 
 /**
- * The operator itself, as the image holds it: one ES module bundled by esbuild from the project's
- * entry point (tree-shaken: only what the entry reaches, so no devDependency can come in), with its
- * source map (the entrypoint runs node with `--enable-source-maps`, so stack traces name the
- * TypeScript sources), under /app.
+ * The operator itself, as the image holds it: an ES module bundled by esbuild from the project's
+ * entry point (tree-shaken: only what the entry reaches, so no devDependency can come in), what it
+ * imports dynamically split into chunks beside it (loaded at first use), with source maps (with
+ * `NODE_OPTIONS=--enable-source-maps`, stack traces name the TypeScript sources), under /app.
  *
  * What cannot be bundled is shipped beside the bundle, as a package under /app/node_modules with
  * its production dependencies, and left as an import esbuild does not follow:
@@ -25,6 +25,8 @@ import type { TarEntry } from "./tar.js";
 /** Where the operator lives in the image. */
 export const APP_DIR = "/app";
 export const BUNDLE = "main.mjs";
+/** The bundle's chunks, loaded when the code that imports them dynamically first runs. */
+export const CHUNKS = "chunks";
 /** The entrypoint that sizes V8's heap from the container's memory limit, then runs the bundle (launcher.ts). */
 export const LAUNCHER = "launcher.mjs";
 
@@ -54,6 +56,14 @@ const CODE_FILE =
   /\.(c|m)?(j|t)sx?$|\.json$|\.map$|\.md$|\.d\.ts$|(^|\/)(LICEN[CS]E|NOTICE|CHANGELOG|README)[^/]*$/i;
 const OWN_FILES = /\b__dirname\b|\b__filename\b|import\.meta\.(url|dirname|filename)\b/;
 const CREATE_REQUIRE = /\bcreateRequire\(\s*import\.meta\.url\s*\)\(/g;
+/** `import("a literal")` as an expression (not `typeof import(…)`, a type). */
+const DYNAMIC_IMPORT = /(?<!typeof\s*)(?<![\w$.])import\(\s*("[^"\n]+"|'[^'\n]+')\s*\)/g;
+/**
+ * In every chunk's banner: a namespace holding only `default` (a CommonJS module in a chunk) gets
+ * that object's own properties as named exports too, as Node's CommonJS interop gives them.
+ */
+const INTEROP =
+  'const __kubeloopInterop = (m) => { const d = m.default; return Object.keys(m).length === 1 && d !== null && (typeof d === "object" || typeof d === "function") ? { ...d, ...m } : m; };';
 
 /** Bundles the project's entry point; `lockRoot` is the folder of the package-lock.json in use. */
 export async function buildApp(root: string, entry: string, lockRoot: string): Promise<AppBuild> {
@@ -64,7 +74,14 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
     const result = await esbuild.build({
       absWorkingDir: root,
       entryPoints: [entry],
-      outfile: join(root, BUNDLE),
+      outdir: root,
+      entryNames: BUNDLE.replace(/\.mjs$/, ""),
+      outExtension: { ".js": ".mjs" },
+      // What the operator imports dynamically (certificates, YAML, metrics, tracing, client-node's
+      // credential plugins) goes into chunks loaded at first use: one file would make every start
+      // read, pre-parse and keep all of it (65 MiB RSS against 88 after import, docs/performance.md).
+      splitting: true,
+      chunkNames: `${CHUNKS}/[name]-[hash]`,
       bundle: true,
       write: false,
       metafile: true,
@@ -80,9 +97,9 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
       external: [...external.values()].map((p) => p.name),
       // A CommonJS dependency's require() of a Node built-in needs a require in an ES module.
       banner: {
-        js: 'import { createRequire as __kubeloopRequire } from "node:module"; const require = __kubeloopRequire(import.meta.url);',
+        js: `import { createRequire as __kubeloopRequire } from "node:module"; const require = __kubeloopRequire(import.meta.url); ${INTEROP}`,
       },
-      plugins: [nativeAddons(natives), createRequireAsRequire()],
+      plugins: [nativeAddons(natives), sourceRewrites()],
     });
     const kept = keptInputs(result.metafile, root);
     let found = false;
@@ -100,6 +117,8 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
     }
     if (found && pass < 5) continue;
     const files: TarEntry[] = [{ path: APP_DIR, type: "dir", mode: 0o555 }];
+    if (result.outputFiles.some((out) => dirname(out.path) !== root))
+      files.push({ path: `${APP_DIR}/${CHUNKS}`, type: "dir", mode: 0o555 });
     for (const out of result.outputFiles) {
       files.push({
         path: `${APP_DIR}/${relative(root, out.path)}`,
@@ -175,16 +194,24 @@ async function launcher(esbuild: typeof import("esbuild")): Promise<Uint8Array> 
   return new TextEncoder().encode(code);
 }
 
-function createRequireAsRequire(): Plugin {
+/**
+ * Rewrites the sources esbuild reads: `createRequire(import.meta.url)(id)` becomes the `require(id)`
+ * it is (esbuild bundles that), and `import("id")` gets the namespace Node would give: in a chunk, a
+ * CommonJS package's dynamic import has only `default` (module.exports), where Node also gives
+ * its named exports (`const { parse } = await import("yaml")`); {@link INTEROP} adds them.
+ */
+function sourceRewrites(): Plugin {
   return {
-    name: "kubeloop-create-require",
+    name: "kubeloop-source-rewrites",
     setup(build) {
       build.onLoad({ filter: /\.(c|m)?(j|t)s$/ }, (args) => {
         const text = readFileSync(args.path, "utf8");
-        if (!text.includes("createRequire(")) return undefined;
+        if (!text.includes("createRequire(") && !text.includes("import(")) return undefined;
         const ext = extname(args.path);
         return {
-          contents: text.replace(CREATE_REQUIRE, "require("),
+          contents: text
+            .replace(CREATE_REQUIRE, "require(")
+            .replace(DYNAMIC_IMPORT, "(import($1).then(__kubeloopInterop))"),
           loader: ext.endsWith("ts") ? "ts" : "js",
           resolveDir: dirname(args.path),
         };

@@ -43,7 +43,7 @@ const platform = (arch: "amd64" | "arm64") => {
 const configOf = (arch: "amd64" | "arm64") =>
   JSON.parse(platform(arch).config.bytes.toString()) as {
     architecture: string;
-    config: { User: string; Entrypoint: string[]; Labels: Record<string, string> };
+    config: { User: string; Entrypoint: string[]; Env: string[]; Labels: Record<string, string> };
     rootfs: { diff_ids: string[] };
     history: object[];
   };
@@ -102,20 +102,18 @@ describe("kubeloop build (the nginx example)", () => {
       });
   });
 
-  it("runs the bundle with source maps through the heap-sizing launcher, and labels the image from package.json", () => {
+  it("runs the bundle through the heap-sizing launcher, its source maps shipped, and labels the image from package.json", () => {
     const config = configOf("arm64");
-    expect(config.config.Entrypoint).toEqual([
-      "/usr/local/bin/node",
-      "--enable-source-maps",
-      "/app/launcher.mjs",
-      "/app/main.mjs",
-    ]);
+    expect(config.config.Entrypoint).toEqual(["/usr/local/bin/node", "/app/launcher.mjs", "/app/main.mjs"]);
+    expect(config.config.Env).toContain("MALLOC_ARENA_MAX=2");
     expect(config.config.Labels).toMatchObject({
       "org.opencontainers.image.title": "nginx-operator",
       "org.opencontainers.image.version": "0.1.0",
     });
     const paths = files(platform("amd64").layers).map((e) => e.path);
     expect(paths).toEqual(expect.arrayContaining(["app/main.mjs", "app/main.mjs.map", "app/launcher.mjs"]));
+    // What the operator imports dynamically (here yaml, for a kubeconfig file) is a chunk beside it.
+    expect(paths.filter((p) => /^app\/chunks\/.+\.mjs$/.test(p)).length).toBeGreaterThan(0);
   });
 
   it("holds no devDependency: not in the bundle's sources, not beside it, not in the SBOM", () => {
@@ -127,10 +125,11 @@ describe("kubeloop build (the nginx example)", () => {
     );
     expect(devDependencies).toEqual(expect.arrayContaining(["vitest", "typescript", "@biomejs/biome"]));
     const entries = files(platform("amd64").layers);
-    const map = JSON.parse(
-      Buffer.from(entries.find((e) => e.path === "app/main.mjs.map")?.data ?? []).toString(),
-    ) as {
-      sources: string[];
+    // The bundle's and its chunks' source maps: every source that left code in the image.
+    const map = {
+      sources: entries
+        .filter((e) => /^app\/(chunks\/)?[^/]+\.mjs\.map$/.test(e.path))
+        .flatMap((e) => (JSON.parse(Buffer.from(e.data ?? []).toString()) as { sources: string[] }).sources),
     };
     expect(map.sources.some((s) => s.includes("node_modules/typebox/"))).toBe(true);
     const shipped = entries.filter((e) => e.path.startsWith("app/node_modules/")).map((e) => e.path);
@@ -187,20 +186,24 @@ describe("kubeloop build (the nginx example)", () => {
         writeFileSync(tar, gunzipSync(layer.blob.bytes));
         expect(spawnSync("tar", ["-xf", tar, "-C", rootfs]).status).toBe(0);
       }
-      const run = (args: string[]) =>
+      const run = (args: string[], env: Record<string, string> = {}) =>
         spawnSync("chroot", ["--userspec=65532:65532", rootfs, ...args], {
           encoding: "utf8",
-          env: { PATH: process.env.PATH, HOME: "/home/nonroot" },
+          env: { PATH: process.env.PATH, HOME: "/home/nonroot", ...env },
         });
       const version = run(["/usr/local/bin/node", "-p", "process.version + ' ' + process.getuid()"]);
       expect(version.stdout.trim(), version.stderr).toBe(`v${NODE_VERSION} 65532`);
       expect(run(["/bin/sh", "-c", "true"]).error ?? run(["/bin/sh", "-c", "true"]).status).not.toBe(0);
       // With no cluster to talk to, the manager stops at its own error: every module of the bundle
-      // loaded, and the stack names the TypeScript sources (the source map at work).
+      // loaded. Source maps are off by default (they cost RSS); with them on, the stack names the
+      // TypeScript sources.
       const operator = run(configOf("amd64").config.Entrypoint);
       expect(operator.status).not.toBe(0);
       expect(operator.stderr).toContain("No Kubernetes configuration found");
-      expect(operator.stderr).toMatch(/at .*\/src\/main\.ts:\d+/);
+      expect(operator.stderr).not.toMatch(/at .*\/src\/main\.ts:\d+/);
+      const mapped = run(configOf("amd64").config.Entrypoint, { NODE_OPTIONS: "--enable-source-maps" });
+      expect(mapped.stderr).toContain("No Kubernetes configuration found");
+      expect(mapped.stderr).toMatch(/at .*\/src\/main\.ts:\d+/);
       // The launcher in the image execs node with the heap flags for the limit it is given.
       writeFileSync(join(rootfs, "tmp/flags.mjs"), "console.log(JSON.stringify(process.execArgv));");
       const [node, ...flags] = configOf("amd64").config.Entrypoint;
@@ -212,7 +215,6 @@ describe("kubeloop build (the nginx example)", () => {
       expect(JSON.parse(launched.stdout), launched.stderr).toEqual([
         "--max-semi-space-size=4",
         "--max-old-space-size=192",
-        "--enable-source-maps",
       ]);
     },
   );
