@@ -29,20 +29,25 @@ async function labelsOf(): Promise<string[]> {
   return list.items.map((item) => item.metadata?.labels?.[shardLabel(RING)] ?? "");
 }
 
+/** A shard of `ring` named `id`, renewing its Lease through the real elector once run. */
+function shardElector(id: string, ring: string): LeaderElector {
+  return new LeaderElector({
+    client,
+    id,
+    namespace: NS,
+    identity: id,
+    labels: { [RING_LABEL]: ring },
+    leaseDurationMs: 4_000,
+    renewDeadlineMs: 3_000,
+    retryPeriodMs: 500,
+  });
+}
+
 describe("the sharder, given bad input", () => {
   it("reports a skewed clock without acting on it, and treats a Lease edited by hand as unavailable", async () => {
     const { logger, lines } = capturingLogger<{ level: number; msg: string; lease?: string }>();
     // Shard "steady" renews through the real elector; shard "skewed" writes renewTimes 10 s ahead.
-    const steady = new LeaderElector({
-      client,
-      id: "steady",
-      namespace: NS,
-      identity: "steady",
-      labels: { [RING_LABEL]: RING },
-      leaseDurationMs: 4_000,
-      renewDeadlineMs: 3_000,
-      retryPeriodMs: 500,
-    });
+    const steady = shardElector("steady", RING);
     const steadyRun = steady.run();
     const skewedAhead = () => microTime(Date.now() + 10_000);
     await client.create<Lease>({
@@ -136,4 +141,44 @@ describe("the sharder, given bad input", () => {
       await steadyRun;
     }
   }, 120_000);
+});
+
+describe("the sharder, between resyncs", () => {
+  it("labels an object created after a settled pass at once, not at the next resync", async () => {
+    const ring = "between-resyncs";
+    const only = shardElector("only", ring);
+    const onlyRun = only.run();
+    const registry = new InformerRegistry(client);
+    const sharder = new Sharder({
+      client,
+      registry,
+      logger: capturingLogger().logger,
+      ring,
+      namespace: NS,
+      identity: "test-sharder-resync",
+      types: [{ type: ConfigMap, namespaces: [NS] }],
+      childTypes: [],
+    });
+    const create = (name: string) =>
+      client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: NS } });
+    const labelled = async (name: string) =>
+      (await client.get(ConfigMap, name, { namespace: NS })).metadata?.labels?.[shardLabel(ring)] === "only";
+    try {
+      await sharder.start();
+      await until(async () => sharder.shards.join() === "only", 20_000, "the shard in the ring");
+      await create("early");
+      await until(() => labelled("early"), 10_000, "the first object's label");
+      // Every object labelled: the next pass is the resync, a minute away (the default).
+      await sleep(2_000);
+      const createdAt = performance.now();
+      await create("late");
+      await until(() => labelled("late"), 5_000, "the new object's label, well before the resync");
+      expect(performance.now() - createdAt).toBeLessThan(5_000);
+    } finally {
+      await sharder.stop();
+      await registry.stopAll();
+      await only.stop();
+      await onlyRun;
+    }
+  }, 60_000);
 });
