@@ -8,8 +8,13 @@ export default defineConfig({
       "bench/**/*.test.ts",
       "docs/test/**/*.test.ts",
     ],
-    // Minutes long: `npm run chaos -- --real-pods --autopilot` runs it (bench/chaos/vitest.autopilot.config.ts).
-    exclude: [...configDefaults.exclude, "examples/nginx/test/autopilot.test.ts"],
+    // Minutes long: `npm run chaos -- --real-pods --autopilot` runs them (bench/chaos/vitest.autopilot.config.ts);
+    // autopilot-short.test.ts is the suite's form.
+    exclude: [
+      ...configDefaults.exclude,
+      "examples/nginx/test/autopilot.test.ts",
+      "examples/nginx/test/autopilot-errors.test.ts",
+    ],
     // Each file starts its own control plane: processes, not threads, keep them apart.
     pool: "forks",
     // Files mostly wait on API servers, so three run well side by side on two cores.

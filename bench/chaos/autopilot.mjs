@@ -1,7 +1,8 @@
 // The autopilot run's long form: examples/nginx/test/autopilot.test.ts (the sharded nginx operator
 // as pods, scaled by its generated HPA on its own work rate through prometheus-adapter) with more
 // objects, more churn and a longer hold, its samples kept in bench/chaos/results-autopilot.json
-// and drawn into docs/autopilot.svg (plot-autopilot.mjs).
+// and drawn into docs/autopilot.svg (plot-autopilot.mjs); then autopilot-errors.test.ts, seed 003's
+// error-rate rule end to end.
 // Run (root): npm run chaos -- --real-pods --autopilot [--objects 100 --rate 6 --hold 30 --target 3]
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";

@@ -56,17 +56,21 @@ export class Handover implements ControllerShard {
       this.handingOver.delete(key);
       this.controller.forget(key);
     };
-    if (this.member.ownership(object) === "foreign") {
+    // An object that stops matching a watch's label selector comes as deleted with its content
+    // from before the change: our own release shows as deleted with our labels still on it.
+    const ownership = this.member.ownership(object);
+    if (ownership === "foreign" || this.handingOver.get(key) === "released") {
       moved();
       return;
     }
-    if (!tombstone) {
+    if (!tombstone && ownership === "own" && !this.handingOver.has(key)) {
       deleted();
       return;
     }
-    // Gone from a relist, it shows its last state here, which still carries our label: it may
-    // have moved while the watch was down. Only the server can tell (if it cannot answer, the
-    // object is taken as moved: finalizers, not delete events, are how no deletion is missed).
+    // Draining (our release may be on its way), or gone from a relist (its last state here still
+    // carries our label, and it may have moved while the watch was down): only the server can
+    // tell (if it cannot answer, the object is taken as moved: finalizers, not delete events, are
+    // how no deletion is missed).
     const { name = "", namespace } = object.metadata ?? {};
     void this.controller.client.get(this.controller.primary, name, namespace ? { namespace } : {}).then(
       (current) => (this.member.ownership(current) === "own" ? deleted() : moved()),

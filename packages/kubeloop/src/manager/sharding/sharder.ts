@@ -102,6 +102,8 @@ export class Sharder {
   private readonly mains = new Map<string, { type: ResourceType; view: InformerView<KubeObject> }>();
   private readonly children: { type: ResourceType; view: InformerView<KubeObject> }[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** When the pending pass is due (monotonic ms). */
+  private dueAt = 0;
   private tick: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
@@ -276,15 +278,20 @@ export class Sharder {
     return true;
   }
 
-  /** A pass soon; changes that come together share one. */
+  /**
+   * A pass soon; changes that come together share one. A pass already due sooner covers the
+   * request; one due later (the resync) gives way, or a new object would wait for it unlabelled.
+   */
   private schedule(delayMs = 100): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
-    if (this.timer && delayMs > 0) return;
+    const due = performance.now() + delayMs;
+    if (this.timer && delayMs > 0 && this.dueAt <= due) return;
     clearTimeout(this.timer);
+    this.dueAt = due;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.running = this.pass().finally(() => {
