@@ -38,6 +38,7 @@ export {
   DEFAULT_STALL_TIMEOUT_MS,
   Manager,
   type ManagerOptions,
+  type ManagerWebhookOptions,
   type MetricsServing,
   optionsFromEnv,
   watchNamespaces,
@@ -58,3 +59,4 @@ export {
   shardLabel,
 } from "./sharding/index.js";
 export { startTracing, type Tracing } from "./tracing.js";
+export type { CaBundleTarget, SelfIssuedWebhookCertificate } from "./webhook-certs.js";

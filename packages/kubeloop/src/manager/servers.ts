@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { Client } from "../client/index.js";
-import { CertificateFolder, selfSignedCertificate } from "../util/index.js";
+import { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import { DEFAULT_WEBHOOK_PORT, WebhookServer } from "../webhook/index.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
@@ -9,6 +9,7 @@ import type { Metrics } from "./metrics.js";
 import { MetricsAuthorizer } from "./metrics-auth.js";
 import { DEFAULT_STALL_TIMEOUT_MS, type ManagerOptions, type MetricsServing } from "./options.js";
 import type { Runnable } from "./runnables.js";
+import { ensureSelfIssuedCertificate } from "./webhook-certs.js";
 
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
@@ -16,6 +17,7 @@ export const DEFAULT_METRICS_PORT = 8080;
 export const DEFAULT_SECURE_METRICS_PORT = 8443;
 /** The port of `/healthz` and `/readyz` (kubebuilder's `:8081`). */
 export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
+const NO_HINT = { purpose: "webhook", hint: "" };
 /** controller-runtime's default folder of the webhook serving certificate. */
 const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
@@ -25,6 +27,8 @@ export interface ServersDeps {
   metrics: () => Metrics;
   logger: Logger;
   client: () => Client;
+  /** The namespace the operator runs in (where a self-issued webhook certificate is kept). */
+  operatorNamespace: () => string;
   webhooks: readonly WebhookDefinition[];
   /** The readiness of the caches: throws naming what is not ready. */
   checkInformers: () => void;
@@ -120,18 +124,36 @@ export class ManagerServers {
 
   private async startWebhooks(): Promise<void> {
     const options = this.deps.options.webhooks ?? {};
-    const { certDir, ...rest } = options;
+    const { certDir = DEFAULT_WEBHOOK_CERT_DIR, selfIssued, ...rest } = options;
+    // A mounted certificate wins; the folder is still watched, so one mounted later replaces ours.
+    let issued: ServingCertificate | undefined;
+    if (
+      !options.cert &&
+      selfIssued &&
+      this.deps.options.inCluster &&
+      !new CertificateFolder(certDir, NO_HINT).hasFiles()
+    )
+      issued = await ensureSelfIssuedCertificate(
+        this.deps.client(),
+        this.deps.operatorNamespace(),
+        selfIssued,
+        this.deps.logger,
+      );
     const webhooks = new WebhookServer({
       ...rest,
+      ...issued,
       port: options.port ?? DEFAULT_WEBHOOK_PORT,
-      ...(options.cert ? {} : { certDir: certDir ?? DEFAULT_WEBHOOK_CERT_DIR }),
+      ...(options.cert ? {} : { certDir }),
       ...(options.metrics || this.deps.options.metrics !== false
         ? { metrics: options.metrics ?? this.deps.metrics().webhooks() }
         : {}),
     }).register(...this.deps.webhooks);
     await webhooks.start();
     this.webhookServer = webhooks;
-    this.deps.logger.info({ port: webhooks.port, paths: webhooks.paths }, "webhooks serving");
+    this.deps.logger.info(
+      { port: webhooks.port, paths: webhooks.paths, certificate: issued ? "self-issued" : "given" },
+      "webhooks serving",
+    );
   }
 
   private async startMetrics(metrics: MetricsServing): Promise<void> {

@@ -28,7 +28,7 @@ export type { AdmissionRequest, Converters, Defaulter, ValidationResult, Validat
 export interface WebhookServerOptions {
   /** Folder with `tls.crt` and `tls.key`; watched for changes. */
   certDir?: string;
-  /** Or the PEM itself (no reload). */
+  /** Or the PEM itself (no reload); with `certDir` too, served until the folder has both files. */
   cert?: string;
   key?: string;
   /** Default 9443 (controller-runtime's); 0 picks a free port. */
@@ -306,9 +306,11 @@ export class WebhookServer {
   }
 
   private readTls(): ServingCertificate {
-    const tls = this.certFolder
-      ? this.certFolder.read()
-      : { cert: this.options.cert as string, key: this.options.key as string };
+    const given = this.options.cert && this.options.key;
+    const tls =
+      this.certFolder && !(given && !this.certFolder.hasFiles())
+        ? this.certFolder.read()
+        : { cert: this.options.cert as string, key: this.options.key as string };
     this.reportExpiry(tls);
     return tls;
   }
