@@ -117,7 +117,7 @@ describe("the MyApp operator deployed by kubeloop deploy, as pods", () => {
   }, 150_000);
 
   it("is scraped by a real Prometheus over verified HTTPS with a token; a reconcile-error alert fires when reconciles fail", async () => {
-    const firing = await scrapeOperator(cluster, rolledOut, async () => {
+    const firing = await scrapeOperator(cluster, async () => {
       // Reconciles fail for real: a quota forbids the Service every MyApp gets.
       await cluster.k(["create", "namespace", "full"]);
       await cluster.apply({

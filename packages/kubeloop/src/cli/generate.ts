@@ -20,7 +20,7 @@ import {
   optInManifests,
   type RoleScopes,
   type ShardingReplicas,
-  webhookCertRoles,
+  servingCertRoles,
   webhookServiceName,
 } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
@@ -190,8 +190,10 @@ export async function generateCommand(argv: string[]): Promise<number> {
     if (rules) put(join("prometheus", "adapter-rules.yaml"), [rules]);
     // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
     put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
-    if (webhooks.length)
-      put(join("rbac", "webhook-certs-roles.yaml"), webhookCertRoles(name, namespace, caBundles));
+    put(
+      join("rbac", "serving-certs-roles.yaml"),
+      servingCertRoles(name, namespace, webhooks.length > 0, caBundles),
+    );
     for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0, project?.runbooks))
       put(file, written);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deployManifests, metricsRoles, optInManifests, webhookCertRoles } from "./manifests.js";
+import { deployManifests, metricsRoles, optInManifests, servingCertRoles } from "./manifests.js";
 
 // The hardening the generated manifests promise (docs/observability.md), as pure functions' output.
 const files = new Map(deployManifests({ name: "op", namespace: "op-system", image: "op:1", webhooks: true }));
@@ -39,7 +39,7 @@ describe("generated deploy manifests", () => {
         { name: "WEBHOOK_CA_BUNDLES", value: caBundles.join(",") },
       ]),
     );
-    const [role, clusterRole] = webhookCertRoles("op", "op-system", caBundles) as {
+    const [role, clusterRole] = servingCertRoles("op", "op-system", true, caBundles) as {
       rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
     }[];
     expect(role?.rules).toEqual([
@@ -47,7 +47,7 @@ describe("generated deploy manifests", () => {
       {
         apiGroups: [""],
         resources: ["secrets"],
-        resourceNames: ["op-webhook-self-issued"],
+        resourceNames: ["op-metrics-self-issued", "op-webhook-self-issued"],
         verbs: ["get", "update"],
       },
     ]);
@@ -56,7 +56,7 @@ describe("generated deploy manifests", () => {
       ["customresourcedefinitions", ["ops.example.com"], ["get", "patch"]],
     ]);
     const bindings = withTargets.get("role-bindings.yaml") as { kind: string; roleRef: { name: string } }[];
-    expect(bindings.filter((b) => b.roleRef.name === "op-webhook-certs").map((b) => b.kind)).toEqual([
+    expect(bindings.filter((b) => b.roleRef.name === "op-serving-certs").map((b) => b.kind)).toEqual([
       "RoleBinding",
       "ClusterRoleBinding",
     ]);
@@ -94,7 +94,7 @@ describe("generated deploy manifests", () => {
     expect(container.env.map((e: { name: string }) => e.name)).not.toContain("NODE_OPTIONS");
   });
 
-  it("offer a ServiceMonitor with the bearer token and a NetworkPolicy admitting only the two ports", () => {
+  it("offer a ServiceMonitor with the bearer token, verifying TLS, and a NetworkPolicy admitting only the two ports", () => {
     const optIn = new Map(optInManifests("op", "op-system", true));
     // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
     const monitor: any = optIn.get("prometheus/monitor.yaml")?.[0];
@@ -102,7 +102,19 @@ describe("generated deploy manifests", () => {
       port: "https",
       scheme: "https",
       bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+      // The CA the manager issues its metrics certificate from (the Deployment names that Secret).
+      tlsConfig: {
+        ca: { secret: { name: "op-metrics-self-issued", key: "ca.crt" } },
+        serverName: "op-metrics",
+      },
     });
+    expect(monitor.spec.endpoints[0].tlsConfig.insecureSkipVerify).toBeUndefined();
+    expect(one("deployment.yaml").spec.template.spec.containers[0].env).toEqual(
+      expect.arrayContaining([
+        { name: "METRICS_CERT_SECRET", value: "op-metrics-self-issued" },
+        { name: "METRICS_SERVICE", value: "op-metrics" },
+      ]),
+    );
     // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
     const policy: any = optIn.get("network-policy/allow-ingress.yaml")?.[0];
     expect(policy.spec.ingress).toEqual([

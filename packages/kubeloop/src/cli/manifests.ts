@@ -1,5 +1,5 @@
 import { type Autoscale, hpaMetric, scaleUpBehavior } from "./autoscaling.js";
-import { metricsServiceName, monitoringManifests } from "./monitoring.js";
+import { metricsCertSecret, metricsServiceName, monitoringManifests } from "./monitoring.js";
 
 /**
  * The manifests that deploy an operator, as `kubeloop generate --image` writes them to
@@ -120,17 +120,23 @@ export function selfIssuedCertSecret(name: string): string {
   return `${name}-webhook-self-issued`;
 }
 
-/** The roles bound to {@link webhookCertRoles}: a Role for the Secret, a ClusterRole for the caBundles. */
-export function webhookCertRoleName(name: string): string {
-  return `${name}-webhook-certs`;
+/** The roles bound to {@link servingCertRoles}: a Role for the Secrets, a ClusterRole for the caBundles. */
+export function servingCertRoleName(name: string): string {
+  return `${name}-serving-certs`;
 }
 
 /**
- * What the manager needs to issue its own webhook certificate, and nothing more: make and read its
- * Secret (create cannot be limited by name), read and patch the caBundle of exactly the
- * configurations and CRDs it names, by resourceNames. For config/rbac/webhook-certs-roles.yaml.
+ * What the manager needs to issue its own metrics (and webhook) certificates, and nothing more:
+ * make and read their Secrets (create cannot be limited by name), read and patch the caBundle of
+ * exactly the configurations and CRDs it names, by resourceNames. For
+ * config/rbac/serving-certs-roles.yaml.
  */
-export function webhookCertRoles(name: string, namespace: string, caBundles: readonly string[]): object[] {
+export function servingCertRoles(
+  name: string,
+  namespace: string,
+  webhooks: boolean,
+  caBundles: readonly string[],
+): object[] {
   const rbac = "rbac.authorization.k8s.io/v1";
   const named = (kind: string) =>
     caBundles.filter((t) => t.startsWith(`${kind}/`)).map((t) => t.slice(kind.length + 1));
@@ -143,7 +149,7 @@ export function webhookCertRoles(name: string, namespace: string, caBundles: rea
     ],
     ["apiextensions.k8s.io", "customresourcedefinitions", named("CustomResourceDefinition")],
   ] as const;
-  const role = webhookCertRoleName(name);
+  const role = servingCertRoleName(name);
   return [
     {
       apiVersion: rbac,
@@ -154,7 +160,7 @@ export function webhookCertRoles(name: string, namespace: string, caBundles: rea
         {
           apiGroups: [""],
           resources: ["secrets"],
-          resourceNames: [selfIssuedCertSecret(name)],
+          resourceNames: [metricsCertSecret(name), ...(webhooks ? [selfIssuedCertSecret(name)] : [])],
           verbs: ["get", "update"],
         },
       ],
@@ -242,7 +248,7 @@ export function deployManifests({
           roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-leader-election` },
           subjects,
         },
-        ...(webhooks ? webhookCertBindings(name, namespace, caBundles.length > 0) : []),
+        ...servingCertBindings(name, namespace, caBundles.length > 0),
       ],
     ],
     [
@@ -307,9 +313,11 @@ export function deployManifests({
                       ...(watchNamespaces?.length
                         ? [{ name: "WATCH_NAMESPACE", value: watchNamespaces.join(",") }]
                         : []),
-                      // HTTPS behind TokenReview + SubjectAccessReview; self-signed unless
-                      // METRICS_CERT_DIR names a mounted certificate.
+                      // HTTPS behind TokenReview + SubjectAccessReview, with a certificate issued
+                      // from the CA in METRICS_CERT_SECRET unless METRICS_CERT_DIR mounts one.
                       { name: "METRICS_SECURE", value: "true" },
+                      { name: "METRICS_CERT_SECRET", value: metricsCertSecret(name) },
+                      { name: "METRICS_SERVICE", value: metricsServiceName(name) },
                       { name: "METRICS_PORT", value: String(METRICS_PORT) },
                       { name: "PROBE_PORT", value: String(PROBES_PORT) },
                       ...(webhooks
@@ -411,10 +419,10 @@ export function deployManifests({
   return files;
 }
 
-/** The manager's service account bound to {@link webhookCertRoles}. */
-function webhookCertBindings(name: string, namespace: string, clusterRole: boolean): object[] {
+/** The manager's service account bound to {@link servingCertRoles}. */
+function servingCertBindings(name: string, namespace: string, clusterRole: boolean): object[] {
   const rbac = "rbac.authorization.k8s.io";
-  const role = webhookCertRoleName(name);
+  const role = servingCertRoleName(name);
   const subjects = [{ kind: "ServiceAccount", name, namespace }];
   return [
     {

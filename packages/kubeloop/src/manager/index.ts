@@ -50,6 +50,7 @@ export {
   MetricsAuthorizer,
 } from "./metrics-auth.js";
 export { RUNNABLE_GROUPS, type Runnable, type RunnableGroup } from "./runnables.js";
+export type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 export {
   RING_LABEL,
   type ShardedType,
@@ -59,4 +60,3 @@ export {
   shardLabel,
 } from "./sharding/index.js";
 export { startTracing, type Tracing } from "./tracing.js";
-export type { CaBundleTarget, SelfIssuedWebhookCertificate } from "./webhook-certs.js";

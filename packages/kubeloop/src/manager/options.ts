@@ -3,8 +3,8 @@ import type { Client } from "../client/index.js";
 import { checkNamespaces } from "../controller/internal.js";
 import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
+import type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 import type { ShardingOptions } from "./sharding/index.js";
-import type { CaBundleTarget, SelfIssuedWebhookCertificate } from "./webhook-certs.js";
 
 /** Keys may wait this long with no worker taking any before `/healthz` fails: 5 minutes. */
 export const DEFAULT_STALL_TIMEOUT_MS = 5 * 60_000;
@@ -159,6 +159,14 @@ export interface MetricsServing {
    * (the generated ServiceMonitor then skips verification, as kubebuilder's does).
    */
   certDir?: string;
+  /**
+   * Secure, in a cluster, with no certificate in `certDir`: issue one for the metrics Service from
+   * a CA kept in this Secret (made if absent, shared by the replicas), instead of a self-signed
+   * one, so scrapers verify it with the Secret's `ca.crt` (the generated ServiceMonitor does).
+   * If the Secret cannot be written, the self-signed certificate is served and a warning logged.
+   * Default: `$METRICS_CERT_SECRET` and `$METRICS_SERVICE` (what the generated Deployment sets).
+   */
+  selfIssued?: SelfIssuedCertificate;
   /** The review caches' TTLs and timeout (defaults: controller-runtime's). */
   auth?: MetricsAuthOptions;
 }
@@ -174,6 +182,7 @@ export interface MetricsServing {
  * | `SHARDING_RING`, `POD_NAME` | `sharding.ring`, `sharding.id` |
  * | `LOG_LEVEL` | `logLevel` |
  * | `METRICS_SECURE`, `METRICS_CERT_DIR` | `metrics.secure`, `metrics.certDir` |
+ * | `METRICS_CERT_SECRET`, `METRICS_SERVICE` | `metrics.selfIssued` |
  * | `WEBHOOK_PORT`, `WEBHOOK_CERT_DIR` | `webhooks.port`, `webhooks.certDir` |
  * | `WEBHOOK_CERT_SECRET`, `WEBHOOK_SERVICE`, `WEBHOOK_CA_BUNDLES` | `webhooks.selfIssued` (`Kind/name,…`) |
  * | `KUBERNETES_SERVICE_HOST` | `inCluster` (set in every pod) |
@@ -211,6 +220,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOpt
     metrics: {
       ...(secure !== undefined ? { secure } : {}),
       ...(env.METRICS_CERT_DIR ? { certDir: env.METRICS_CERT_DIR } : {}),
+      ...(env.METRICS_CERT_SECRET && env.METRICS_SERVICE
+        ? { selfIssued: { secret: env.METRICS_CERT_SECRET, service: env.METRICS_SERVICE } }
+        : {}),
     },
     webhooks: {
       ...(webhookPort !== undefined ? { port: webhookPort } : {}),

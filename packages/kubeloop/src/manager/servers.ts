@@ -9,7 +9,7 @@ import type { Metrics } from "./metrics.js";
 import { MetricsAuthorizer } from "./metrics-auth.js";
 import { DEFAULT_STALL_TIMEOUT_MS, type ManagerOptions, type MetricsServing } from "./options.js";
 import type { Runnable } from "./runnables.js";
-import { ensureSelfIssuedCertificate } from "./webhook-certs.js";
+import { ensureSelfIssuedCertificate } from "./serving-certs.js";
 
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
@@ -164,7 +164,7 @@ export class ManagerServers {
       metrics: this.deps.metrics(),
       probes: false,
       ...(host ? { host } : {}),
-      ...(secure ? this.secureMetrics(metrics) : {}),
+      ...(secure ? this.secureMetrics(metrics, await this.selfIssuedMetrics(metrics)) : {}),
       onError: (error) => this.deps.logger.warn({ err: error }, "metrics server"),
     });
     await server.start();
@@ -175,9 +175,32 @@ export class ManagerServers {
     );
   }
 
-  /** HTTPS with the mounted or a self-signed certificate, and only readers the API allows. */
+  /**
+   * The metrics certificate issued from the CA in `selfIssued`'s Secret, when there is no mounted
+   * one; undefined when not asked for or not possible (then a self-signed one serves, as before).
+   */
+  private async selfIssuedMetrics(serving: MetricsServing): Promise<ServingCertificate | undefined> {
+    const mounted = serving.certDir && new CertificateFolder(serving.certDir, NO_HINT).hasFiles();
+    if (!this.metricsSecure || !serving.selfIssued || !this.deps.options.inCluster || mounted)
+      return undefined;
+    try {
+      return await ensureSelfIssuedCertificate(
+        this.deps.client(),
+        this.deps.operatorNamespace(),
+        serving.selfIssued,
+        this.deps.logger,
+        { purpose: "metrics" },
+      );
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, "metrics: serving a self-signed certificate instead");
+      return undefined;
+    }
+  }
+
+  /** HTTPS with the mounted, the self-issued or a self-signed certificate, and only readers the API allows. */
   private secureMetrics(
     serving: MetricsServing,
+    issued: ServingCertificate | undefined,
   ): Pick<
     ConstructorParameters<typeof HealthServer>[0] & object,
     "tls" | "authorizeMetrics" | "onCertificate"
@@ -185,12 +208,14 @@ export class ManagerServers {
     const { logger, metrics } = this.deps;
     const authorizer = new MetricsAuthorizer(this.deps.client(), serving.auth);
     return {
-      tls: serving.certDir
-        ? new CertificateFolder(serving.certDir, {
-            purpose: "metrics",
-            hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
-          })
-        : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
+      tls: issued
+        ? issued
+        : serving.certDir
+          ? new CertificateFolder(serving.certDir, {
+              purpose: "metrics",
+              hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
+            })
+          : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
       onCertificate: (expiry) => metrics().certificateExpiry("metrics", expiry),
       authorizeMetrics: async (request) => {
         const access = await authorizer.check(

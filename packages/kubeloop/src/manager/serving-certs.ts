@@ -11,12 +11,13 @@ import {
 import { CertificateAuthority, certificateCurrent, type ServingCertificate } from "../util/index.js";
 
 /**
- * The webhook serving certificate an operator issues itself when none is mounted (what
+ * The serving certificates an operator issues itself when none is mounted (what
  * open-policy-agent's cert-controller does for Go operators): a CA and a serving certificate for
- * the webhook Service, kept in a Secret every replica reads, and the CA put in the caBundle of
- * the webhook configurations and CRD conversions named. `kubectl apply -k config/default` then
- * works with nothing installed first; a mounted certificate (cert-manager, Helm, OLM,
- * `kubeloop deploy`) always wins.
+ * a Service, kept in a Secret every replica reads. For webhooks, the CA is also put in the
+ * caBundle of the webhook configurations and CRD conversions named, so `kubectl apply -k
+ * config/default` works with nothing installed first; for metrics, the ServiceMonitor verifies
+ * with the CA from the Secret. A mounted certificate (cert-manager, Helm, OLM, `kubeloop deploy`)
+ * always wins.
  */
 
 /** Where the CA of a self-issued webhook certificate goes: configurations and CRDs by name. */
@@ -25,12 +26,16 @@ export interface CaBundleTarget {
   name: string;
 }
 
-/** How the manager issues its webhook certificate when its certificate folder is empty. */
-export interface SelfIssuedWebhookCertificate {
+/** A serving certificate the manager issues itself: where the replicas share it, and for which Service. */
+export interface SelfIssuedCertificate {
   /** The Secret, in the operator's namespace, the replicas share the CA and certificate through. */
   secret: string;
-  /** The webhook Service, in the operator's namespace: its DNS names go in the certificate. */
+  /** The Service, in the operator's namespace, clients call: its DNS names go in the certificate. */
   service: string;
+}
+
+/** How the manager issues its webhook certificate when its certificate folder is empty. */
+export interface SelfIssuedWebhookCertificate extends SelfIssuedCertificate {
   /** Whose caBundle to set: only these (the generated RBAC lets it patch these, by name). */
   caBundles: CaBundleTarget[];
 }
@@ -44,14 +49,14 @@ const CA_FILE = "ca.crt";
 /**
  * The shared certificate: read from the Secret, or created there if absent (the first replica's
  * wins a create race; the others read it), renewed when it expires soon; then the CA is put in
- * every caBundle named. Returns what to serve with.
+ * every caBundle named. Returns what to serve with. `purpose` names it in logs and errors.
  */
 export async function ensureSelfIssuedCertificate(
   client: Client,
   namespace: string,
-  spec: SelfIssuedWebhookCertificate,
+  spec: SelfIssuedCertificate & { caBundles?: readonly CaBundleTarget[] },
   logger: Logger,
-  now: () => number = Date.now,
+  { purpose = "webhook", now = Date.now }: { purpose?: string; now?: () => number } = {},
 ): Promise<ServingCertificate> {
   const dnsNames = serviceDnsNames(spec.service, namespace);
   let stored: Stored | undefined;
@@ -67,10 +72,10 @@ export async function ensureSelfIssuedCertificate(
           type: "kubernetes.io/tls",
           data: encode(made),
         });
-        logger.info({ secret: `${namespace}/${spec.secret}` }, "webhook certificate issued");
+        logger.info({ secret: `${namespace}/${spec.secret}` }, `${purpose} certificate issued`);
         stored = made;
       } catch (error) {
-        if (!(error instanceof AlreadyExists)) throw forbiddenHint(error, spec, namespace);
+        if (!(error instanceof AlreadyExists)) throw forbiddenHint(error, spec, namespace, purpose);
       }
       continue;
     }
@@ -81,15 +86,15 @@ export async function ensureSelfIssuedCertificate(
     const renewed = issue(CertificateAuthority.fromPem(found.stored.ca, found.stored.caKey), dnsNames);
     try {
       await client.update({ ...found.secret, data: encode(renewed) });
-      logger.info({ secret: `${namespace}/${spec.secret}` }, "webhook certificate renewed");
+      logger.info({ secret: `${namespace}/${spec.secret}` }, `${purpose} certificate renewed`);
       stored = renewed;
     } catch (error) {
-      if (!(error instanceof Conflict)) throw forbiddenHint(error, spec, namespace);
+      if (!(error instanceof Conflict)) throw forbiddenHint(error, spec, namespace, purpose);
     }
   }
   if (!stored)
-    throw new Error(`webhook certificate: Secret ${namespace}/${spec.secret} kept changing; gave up`);
-  await injectCaBundles(client, spec.caBundles, Buffer.from(stored.ca).toString("base64"), logger);
+    throw new Error(`${purpose} certificate: Secret ${namespace}/${spec.secret} kept changing; gave up`);
+  await injectCaBundles(client, spec.caBundles ?? [], Buffer.from(stored.ca).toString("base64"), logger);
   return { cert: stored.cert, key: stored.key };
 }
 
@@ -186,7 +191,7 @@ async function readSecret(
   const missing = ["tls.crt", "tls.key", CA_FILE, CA_KEY_FILE].filter((key) => !data[key]);
   for (const key of missing)
     throw new Error(
-      `webhook certificate: Secret ${namespace}/${name} has no ${key} (it is the operator's own; delete it to have a new one issued)`,
+      `self-issued certificate: Secret ${namespace}/${name} has no ${key} (it is the operator's own; delete it to have a new one issued)`,
     );
   return { secret, stored };
 }
@@ -210,10 +215,15 @@ function encode(stored: Stored): Record<string, string> {
   };
 }
 
-function forbiddenHint(error: unknown, spec: SelfIssuedWebhookCertificate, namespace: string): unknown {
+function forbiddenHint(
+  error: unknown,
+  spec: SelfIssuedCertificate,
+  namespace: string,
+  purpose: string,
+): unknown {
   if (!(error instanceof Forbidden)) return error;
   return new Error(
-    `webhook certificate: may not write Secret ${namespace}/${spec.secret} (${error.message}); the generated RBAC grants it (config/rbac/webhook-certs-roles.yaml), or mount a certificate instead`,
+    `${purpose} certificate: may not write Secret ${namespace}/${spec.secret} (${error.message}); the generated RBAC grants it (config/rbac/serving-certs-roles.yaml), or mount a certificate instead`,
     { cause: error },
   );
 }

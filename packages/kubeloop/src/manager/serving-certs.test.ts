@@ -21,10 +21,11 @@ import { CertificateAuthority } from "../util/index.js";
 import { defineWebhooks, webhookConfigurations, withConversion } from "../webhook/define-webhooks.js";
 import { Manager } from "./manager.js";
 import { caBundleTargets } from "./options.js";
-import { type CaBundleTarget, ensureSelfIssuedCertificate } from "./webhook-certs.js";
+import { type CaBundleTarget, ensureSelfIssuedCertificate } from "./serving-certs.js";
 
-// The operator's own webhook certificate, against a real API server: replicas agree through the
-// Secret, the caBundles named (and only those) get the CA, a mounted certificate wins.
+// The operator's own serving certificates, against a real API server: replicas agree through the
+// Secret, the caBundles named (and only those) get the CA, a mounted certificate wins; metrics
+// served with a certificate scrapers verify with the Secret's CA.
 
 const Gadget = defineResource({
   group: "certs.example.com",
@@ -131,7 +132,7 @@ function emptyDir(): string {
   return dir;
 }
 
-describe("a self-issued webhook certificate", () => {
+describe("self-issued serving certificates", () => {
   it("two replicas starting together serve one certificate, for the Service's names, and its CA is in every caBundle named", async () => {
     const namespace = await newNamespace();
     const targets = await installWebhooks("gadgets", namespace);
@@ -271,6 +272,37 @@ describe("a self-issued webhook certificate", () => {
         quiet,
       ),
     ).rejects.toThrow(/MutatingWebhookConfiguration absent not found, so its caBundle cannot be set/);
+  }, 60_000);
+
+  it("metrics too: served with a certificate from the Secret's CA, for the metrics Service's names", async () => {
+    const namespace = await newNamespace();
+    const manager = new Manager({
+      client,
+      operatorNamespace: namespace,
+      inCluster: true,
+      probes: false,
+      handleSignals: false,
+      logger: quiet,
+      metrics: {
+        port: 0,
+        host: "127.0.0.1",
+        selfIssued: { secret: "op-metrics-self-issued", service: "op-metrics" },
+      },
+    });
+    const running = manager.start();
+    try {
+      await manager.ready;
+      const secret = await client.get(Secret, "op-metrics-self-issued", { namespace });
+      const ca = Buffer.from(secret.data?.["ca.crt"] ?? "", "base64").toString();
+      // What the generated ServiceMonitor says: this CA, the Service's short name.
+      for (const name of ["op-metrics", `op-metrics.${namespace}.svc`]) {
+        const served = await servedCertificate(manager.ports.metrics ?? 0, ca, name);
+        expect(served.checkIssued(new X509Certificate(ca))).toBe(true);
+      }
+    } finally {
+      await manager.stop();
+      await running;
+    }
   }, 60_000);
 
   it("reads WEBHOOK_CA_BUNDLES and names a malformed entry", () => {
