@@ -9,7 +9,12 @@ import type { Metrics } from "./metrics.js";
 import { MetricsAuthorizer } from "./metrics-auth.js";
 import { DEFAULT_STALL_TIMEOUT_MS, type ManagerOptions, type MetricsServing } from "./options.js";
 import type { Runnable } from "./runnables.js";
-import { ensureSelfIssuedCertificate } from "./serving-certs.js";
+import {
+  type CaBundleTarget,
+  DEFAULT_RENEW_CHECK_INTERVAL_MS,
+  ensureSelfIssuedCertificate,
+  type SelfIssuedCertificate,
+} from "./serving-certs.js";
 
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
@@ -45,6 +50,8 @@ export class ManagerServers {
   private probeServer: HealthServer | undefined;
   private metricsServer: HealthServer | undefined;
   private webhookServer: WebhookServer | undefined;
+  /** The renewal checks of self-issued certificates, by purpose (`webhook`, `metrics`). */
+  private readonly renewTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly deps: ServersDeps) {
     const { metrics } = deps.options;
@@ -79,7 +86,11 @@ export class ManagerServers {
       runnables.push({
         name: "metrics server",
         start: () => this.startMetrics(metrics ?? {}),
-        stop: () => this.metricsServer?.close(),
+        stop: () => {
+          clearTimeout(this.renewTimers.get("metrics"));
+          this.renewTimers.delete("metrics");
+          return this.metricsServer?.close();
+        },
       });
     return runnables;
   }
@@ -88,7 +99,15 @@ export class ManagerServers {
   webhooks(): Runnable[] {
     if (!this.deps.webhooks.length) return [];
     return [
-      { name: "webhook server", start: () => this.startWebhooks(), stop: () => this.webhookServer?.close() },
+      {
+        name: "webhook server",
+        start: () => this.startWebhooks(),
+        stop: () => {
+          clearTimeout(this.renewTimers.get("webhook"));
+          this.renewTimers.delete("webhook");
+          return this.webhookServer?.close();
+        },
+      },
     ];
   }
 
@@ -150,6 +169,8 @@ export class ManagerServers {
     }).register(...this.deps.webhooks);
     await webhooks.start();
     this.webhookServer = webhooks;
+    if (issued && selfIssued)
+      this.keepRenewed("webhook", selfIssued, issued, (tls) => webhooks.useCertificate(tls));
     this.deps.logger.info(
       { port: webhooks.port, paths: webhooks.paths, certificate: issued ? "self-issued" : "given" },
       "webhooks serving",
@@ -159,20 +180,68 @@ export class ManagerServers {
   private async startMetrics(metrics: MetricsServing): Promise<void> {
     const secure = this.metricsSecure;
     const host = metrics.host ?? (secure || this.deps.options.inCluster ? undefined : "127.0.0.1");
+    const issued = secure ? await this.selfIssuedMetrics(metrics) : undefined;
     const server = new HealthServer({
       port: metrics.port ?? (secure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT),
       metrics: this.deps.metrics(),
       probes: false,
       ...(host ? { host } : {}),
-      ...(secure ? this.secureMetrics(metrics, await this.selfIssuedMetrics(metrics)) : {}),
+      ...(secure ? this.secureMetrics(metrics, issued) : {}),
       onError: (error) => this.deps.logger.warn({ err: error }, "metrics server"),
     });
     await server.start();
     this.metricsServer = server;
+    if (issued && metrics.selfIssued)
+      this.keepRenewed("metrics", metrics.selfIssued, issued, (tls) => server.useCertificate(tls));
     this.deps.logger.info(
       { port: server.port, secure, ...(host ? { host } : {}) },
       secure ? "metrics serving (HTTPS, TokenReview + SubjectAccessReview)" : "metrics serving (plain HTTP)",
     );
+  }
+
+  /**
+   * Reads the shared Secret again every `renewCheckIntervalMs`: renews a certificate that expires
+   * soon (one replica wins the update, the others read it) and serves what changed, so a pod
+   * running for a year never serves an expired one. A failed check is logged and retried.
+   */
+  private keepRenewed(
+    purpose: string,
+    spec: SelfIssuedCertificate & { caBundles?: readonly CaBundleTarget[] },
+    current: ServingCertificate,
+    use: (tls: ServingCertificate) => unknown,
+  ): void {
+    let served = current.cert;
+    // One check at a time (the next is scheduled when one ends): a slow check must not hand back
+    // a certificate older than the one a later check already served.
+    const schedule = () => {
+      const timer = setTimeout(check, spec.renewCheckIntervalMs ?? DEFAULT_RENEW_CHECK_INTERVAL_MS);
+      timer.unref();
+      this.renewTimers.set(purpose, timer);
+    };
+    const check = () =>
+      ensureSelfIssuedCertificate(this.deps.client(), this.deps.operatorNamespace(), spec, this.deps.logger, {
+        purpose,
+      })
+        .then(
+          (tls) => {
+            if (tls.cert === served) return;
+            served = tls.cert;
+            use(tls);
+            this.deps.logger.info(
+              { secret: spec.secret },
+              `${purpose} certificate replaced by the renewed one`,
+            );
+          },
+          (error: unknown) =>
+            this.deps.logger.warn(
+              { err: error },
+              `${purpose} certificate: renewal check failed, retrying later`,
+            ),
+        )
+        .finally(() => {
+          if (this.renewTimers.has(purpose)) schedule();
+        });
+    schedule();
   }
 
   /**

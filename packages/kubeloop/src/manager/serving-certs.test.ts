@@ -19,7 +19,7 @@ import { defineResource } from "../resources/define-resource.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { CertificateAuthority } from "../util/index.js";
 import { defineWebhooks, webhookConfigurations, withConversion } from "../webhook/define-webhooks.js";
-import { Manager } from "./manager.js";
+import { Manager, type ManagerOptions } from "./manager.js";
 import { caBundleTargets } from "./options.js";
 import { type CaBundleTarget, ensureSelfIssuedCertificate } from "./serving-certs.js";
 
@@ -107,15 +107,22 @@ function servedCertificate(port: number, ca: string, servername: string): Promis
   });
 }
 
-function replica(namespace: string, certDir: string, caBundles: CaBundleTarget[], name = "gadgets"): Manager {
+/** A manager as it runs in a pod (inCluster), in `namespace`, with no probes. */
+function podManager(namespace: string, options: ManagerOptions): Manager {
   return new Manager({
     client,
     operatorNamespace: namespace,
     inCluster: true,
-    metrics: false,
     probes: false,
     handleSignals: false,
     logger: quiet,
+    ...options,
+  });
+}
+
+function replica(namespace: string, certDir: string, caBundles: CaBundleTarget[], name = "gadgets"): Manager {
+  return podManager(namespace, {
+    metrics: false,
     webhooks: {
       port: 0,
       host: "127.0.0.1",
@@ -276,13 +283,7 @@ describe("self-issued serving certificates", () => {
 
   it("metrics too: served with a certificate from the Secret's CA, for the metrics Service's names", async () => {
     const namespace = await newNamespace();
-    const manager = new Manager({
-      client,
-      operatorNamespace: namespace,
-      inCluster: true,
-      probes: false,
-      handleSignals: false,
-      logger: quiet,
+    const manager = podManager(namespace, {
       metrics: {
         port: 0,
         host: "127.0.0.1",
@@ -302,6 +303,73 @@ describe("self-issued serving certificates", () => {
     } finally {
       await manager.stop();
       await running;
+    }
+  }, 60_000);
+
+  it("a running manager renews what expires soon, and serves the renewed certificates without a restart", async () => {
+    const namespace = await newNamespace();
+    const targets = await installWebhooks("renewing", namespace);
+    const manager = podManager(namespace, {
+      metrics: {
+        port: 0,
+        host: "127.0.0.1",
+        selfIssued: { secret: "renewing-metrics", service: "renewing-metrics", renewCheckIntervalMs: 200 },
+      },
+      webhooks: {
+        port: 0,
+        host: "127.0.0.1",
+        certDir: emptyDir(),
+        selfIssued: {
+          secret: "renewing-webhook",
+          service: "renewing-webhook-service",
+          caBundles: targets,
+          renewCheckIntervalMs: 200,
+        },
+      },
+    }).addWebhooks(gadgetWebhooks);
+    const running = manager.start();
+    try {
+      await manager.ready;
+      const servers = [
+        { secret: "renewing-webhook", host: "renewing-webhook-service", port: manager.ports.webhooks ?? 0 },
+        { secret: "renewing-metrics", host: "renewing-metrics", port: manager.ports.metrics ?? 0 },
+      ];
+      for (const { secret: name, host, port } of servers) {
+        // As if 11 months went by: the stored certificate has a day left.
+        const secret = await client.get(Secret, name, { namespace });
+        const text = (key: string) => Buffer.from(secret.data?.[key] ?? "", "base64").toString();
+        const ca = CertificateAuthority.fromPem(text("ca.crt"), text("ca.key"));
+        const first = (await servedCertificate(port, ca.cert, host)).fingerprint256;
+        const old = ca.issueServing(
+          { commonName: host, dnsNames: [host], ipAddresses: [] },
+          { validityMs: 86_400_000 },
+        );
+        const data = {
+          ...secret.data,
+          "tls.crt": Buffer.from(old.cert).toString("base64"),
+          "tls.key": Buffer.from(old.key).toString("base64"),
+        };
+        await client.update({ ...secret, data });
+        await until(
+          async () => {
+            const served = await servedCertificate(port, ca.cert, host);
+            return (
+              served.fingerprint256 !== first &&
+              Date.parse(served.validTo) - Date.now() > 300 * 86_400_000 &&
+              served.checkIssued(new X509Certificate(ca.cert))
+            );
+          },
+          10_000,
+          `the ${name} certificate renewed from the same CA and served`,
+        );
+        const renewed = await client.get(Secret, name, { namespace });
+        expect(renewed.data?.["ca.crt"]).toBe(secret.data?.["ca.crt"]);
+        expect(renewed.data?.["tls.crt"], name).not.toBe(data["tls.crt"]);
+      }
+    } finally {
+      await manager.stop();
+      await running;
+      await removeWebhooks("renewing");
     }
   }, 60_000);
 

@@ -32,7 +32,15 @@ export interface SelfIssuedCertificate {
   secret: string;
   /** The Service, in the operator's namespace, clients call: its DNS names go in the certificate. */
   service: string;
+  /**
+   * How often a running manager reads the Secret again, renewing the certificate when it expires
+   * within 30 days and serving what another replica renewed. Default 12 hours.
+   */
+  renewCheckIntervalMs?: number;
 }
+
+/** How often a running manager checks its self-issued certificates by default: twice a day. */
+export const DEFAULT_RENEW_CHECK_INTERVAL_MS = 12 * 3600 * 1000;
 
 /** How the manager issues its webhook certificate when its certificate folder is empty. */
 export interface SelfIssuedWebhookCertificate extends SelfIssuedCertificate {

@@ -297,6 +297,17 @@ export class WebhookServer {
     return this.closing;
   }
 
+  /**
+   * Serves `tls` to new connections from now on (a renewed certificate), unless the certificate
+   * folder has files: a mounted certificate wins. True when it took it.
+   */
+  useCertificate(tls: ServingCertificate): boolean {
+    if (!this.server || this.certFolder?.hasFiles()) return false;
+    this.server.setSecureContext(tls);
+    this.reportExpiry(tls);
+    return true;
+  }
+
   /** New connections get the new certificate; open ones keep theirs until they close. */
   reloadIfChanged(): boolean {
     if (!this.certFolder || !this.server) return false;
