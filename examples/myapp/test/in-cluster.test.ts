@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { ControlPlane } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerPid, DEPLOYMENT, kubectlOn, kubeloop, NS, until } from "./cluster.ts";
+import { CHART, CRD, gone, helm, writeOverlay } from "./install.ts";
 import { scrapeOperator } from "./scrape.ts";
 
 // The MyApp operator as its users ship it: `kubeloop build` makes its image, the node profile
@@ -116,7 +117,7 @@ describe("the MyApp operator deployed by kubeloop deploy, as pods", () => {
   }, 150_000);
 
   it("is scraped by a real Prometheus over verified HTTPS with a token; a reconcile-error alert fires when reconciles fail", async () => {
-    const firing = await scrapeOperator(cluster, rolledOut, async () => {
+    const firing = await scrapeOperator(cluster, async () => {
       // Reconciles fail for real: a quota forbids the Service every MyApp gets.
       await cluster.k(["create", "namespace", "full"]);
       await cluster.apply({
@@ -199,5 +200,98 @@ describe("the MyApp operator deployed by kubeloop deploy, as pods", () => {
         // Already killed by the kubelet.
       }
     }
+  }, 300_000);
+});
+
+describe("the MyApp operator installed by helm, then by kubectl apply -k", () => {
+  const ready = (name: string) =>
+    until(
+      async () => (await condition(name, "shop", "Ready")) === "True",
+      120_000,
+      `MyApp ${name} to be Ready`,
+    );
+  /** release 1's `spec.size`: only the conversion webhook, through its Service, answers this. */
+  const sizeByConversion = (name: string) =>
+    cluster.get(
+      ["-n", "shop", "get", `myapps.v1alpha1.${CRD.split(".").slice(1).join(".")}`, name],
+      "{.spec.size}",
+    );
+
+  it("helm install: Ready, a sample reconciled, conversion through the Service; helm uninstall keeps the CRD and the MyApps", async () => {
+    // Room for the chart: the MyApps go while their operator runs, then deploy's install, CRD and all.
+    await cluster.k(["delete", "myapps", "--all", "--all-namespaces", "--wait", "--timeout=120s"]);
+    await kubeloop(["undeploy"], plane.kubeconfigPath);
+    await until(
+      async () => (await gone(plane, ["namespace", NS])) && (await gone(plane, ["crd", CRD])),
+      180_000,
+      "the deployed operator, its namespace and CRD to be gone",
+    );
+    const started = Date.now();
+    await helm(
+      plane,
+      "install",
+      "myapp-operator",
+      CHART,
+      "-n",
+      NS,
+      "--create-namespace",
+      "--wait",
+      "--timeout=3m",
+      "--set",
+      `manager.image.repository=${IMAGE.split(":")[0]}`,
+      "--set-string",
+      `manager.image.tag=${IMAGE.split(":")[1]}`,
+    );
+    console.log(
+      `helm install --wait → MyApp operator Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    await cluster.apply(myApp("charted", "shop", 1));
+    await ready("charted");
+    expect(await sizeByConversion("charted")).toBe("1");
+
+    await helm(plane, "uninstall", "myapp-operator", "-n", NS, "--wait", "--timeout=2m");
+    expect(await gone(plane, ["-n", NS, "deployment", DEPLOYMENT])).toBe(true);
+    expect(await gone(plane, ["clusterrole", "myapp-operator"])).toBe(true);
+    // The chart keeps its CRD (crd.keep), and so the MyApps.
+    expect(await gone(plane, ["crd", CRD])).toBe(false);
+    expect(await gone(plane, ["-n", "shop", "myapp", "charted"])).toBe(false);
+  }, 420_000);
+
+  it("kubectl apply -k config/default: Ready with no certificate given, the operator's own CA in the CRD, Helm's MyApp reconciled", async () => {
+    const overlay = writeOverlay(join(work, "kustomize"), IMAGE);
+    const started = Date.now();
+    await cluster.k(["apply", "-k", overlay]);
+    await rolledOut();
+    console.log(
+      `kubectl apply -k → 2 MyApp operator pods Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    // The CRD still had the CA of Helm's certificate: the operator put its own there.
+    const ca = await cluster.get(
+      ["-n", NS, "get", "secret", `${DEPLOYMENT}-webhook-self-issued`],
+      "{.data.ca\\.crt}",
+    );
+    expect(ca.length).toBeGreaterThan(100);
+    expect(await cluster.get(["get", "crd", CRD], "{.spec.conversion.webhook.clientConfig.caBundle}")).toBe(
+      ca,
+    );
+    expect(await gone(plane, ["-n", NS, "secret", `${DEPLOYMENT}-webhook-server-cert`])).toBe(true);
+    await cluster.k([
+      "-n",
+      "shop",
+      "patch",
+      "myapp",
+      "charted",
+      "--type=merge",
+      "-p",
+      '{"spec":{"replicas":2}}',
+    ]);
+    await until(
+      async () =>
+        (await cluster.get(["-n", "shop", "get", "deployment", "charted"], "{.spec.replicas}")) === "2",
+      120_000,
+      "the change to Helm's MyApp reconciled",
+    );
+    await ready("charted");
+    expect(await sizeByConversion("charted")).toBe("2");
   }, 300_000);
 });

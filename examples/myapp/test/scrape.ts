@@ -8,14 +8,11 @@ import { root } from "./operator.ts";
 
 // A real Prometheus (this machine's, a host process) scraping the operator's pods as the generated
 // ServiceMonitor describes: every endpoint of the metrics Service, HTTPS, a ServiceAccount's token.
-// Unlike that ServiceMonitor (which skips verification of the manager's self-signed certificate),
-// the certificate is issued here from a CA Prometheus trusts, and mounted the way kubebuilder's
-// `cert_metrics_manager_patch.yaml` does (a Secret, METRICS_CERT_DIR).
+// TLS verified as that ServiceMonitor does it: the CA from the Secret the manager issued its
+// metrics certificate from at start, and the metrics Service's name.
 
 /** The job name the generated alert rules select (`job="<operator>-metrics"`: the Service's name). */
 const JOB = "myapp-operator-metrics";
-const CERT_DIR = "/tmp/k8s-metrics-server/metrics-certs";
-const SERVICE_DNS = `${JOB}.${NS}.svc`;
 
 /** The generated alert rules (config/prometheus), with every `for` cut to 5 s so a test can see one fire. */
 function alertRules(): object[] {
@@ -29,47 +26,25 @@ function alertRules(): object[] {
   }));
 }
 
-/** The operator's metrics served with a certificate of a CA of the test's; returns that CA. */
-async function issueMetricsCertificate(
+/**
+ * How the generated ServiceMonitor verifies the operator's metrics: the CA in the Secret the
+ * manager issues its metrics certificate from, and the server name it names.
+ */
+async function monitorTls(
   cluster: ReturnType<typeof kubectlOn>,
-  rolledOut: () => Promise<void>,
-): Promise<string> {
-  const ca = CertificateAuthority.create("myapp-operator-metrics-ca");
-  const issued = ca.issueServing({
-    commonName: SERVICE_DNS,
-    dnsNames: [JOB, SERVICE_DNS, `${SERVICE_DNS}.cluster.local`],
-    ipAddresses: [],
-  });
-  await cluster.apply({
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: `${DEPLOYMENT}-metrics-server-cert`, namespace: NS },
-    type: "kubernetes.io/tls",
-    stringData: { "tls.crt": issued.cert, "tls.key": issued.key, "ca.crt": ca.cert },
-  });
-  const patch = [
-    {
-      op: "add",
-      path: "/spec/template/spec/volumes/-",
-      value: {
-        name: "metrics-certs",
-        secret: { secretName: `${DEPLOYMENT}-metrics-server-cert`, defaultMode: 0o444 },
-      },
-    },
-    {
-      op: "add",
-      path: "/spec/template/spec/containers/0/volumeMounts/-",
-      value: { name: "metrics-certs", mountPath: CERT_DIR, readOnly: true },
-    },
-    {
-      op: "add",
-      path: "/spec/template/spec/containers/0/env/-",
-      value: { name: "METRICS_CERT_DIR", value: CERT_DIR },
-    },
-  ];
-  await cluster.k(["-n", NS, "patch", "deployment", DEPLOYMENT, "--type=json", "-p", JSON.stringify(patch)]);
-  await rolledOut();
-  return ca.cert;
+): Promise<{ ca: string; serverName: string }> {
+  const monitor = readManifests([join(root, "config/prometheus")]).find((o) => o.kind === "ServiceMonitor") as
+    | {
+        spec: {
+          endpoints: { tlsConfig: { ca: { secret: { name: string; key: string } }; serverName: string } }[];
+        };
+      }
+    | undefined;
+  const tls = monitor?.spec.endpoints[0]?.tlsConfig;
+  if (!tls?.ca.secret) throw new Error("config/prometheus/monitor.yaml verifies no CA");
+  const key = tls.ca.secret.key.replaceAll(".", "\\.");
+  const ca = await cluster.get(["-n", NS, "get", "secret", tls.ca.secret.name], `{.data.${key}}`);
+  return { ca: Buffer.from(ca, "base64").toString(), serverName: tls.serverName };
 }
 
 /**
@@ -79,10 +54,9 @@ async function issueMetricsCertificate(
  */
 export async function scrapeOperator(
   cluster: ReturnType<typeof kubectlOn>,
-  rolledOut: () => Promise<void>,
   breakIt: () => Promise<void>,
 ): Promise<number> {
-  const caPem = await issueMetricsCertificate(cluster, rolledOut);
+  const { ca: caPem, serverName } = await monitorTls(cluster);
   await cluster.k(["create", "namespace", "monitoring"]);
   await cluster.k(["-n", "monitoring", "create", "serviceaccount", "prometheus"]);
   await cluster.k([
@@ -112,7 +86,7 @@ export async function scrapeOperator(
     scheme: "https",
     static_configs: [{ targets }],
     authorization: { type: "Bearer", credentials_file: join(files, "token") },
-    tls_config: { ca_file: join(files, caFile), server_name: SERVICE_DNS },
+    tls_config: { ca_file: join(files, caFile), server_name: serverName },
   });
   let prometheus: PrometheusServer | undefined;
   try {

@@ -276,7 +276,7 @@ subjects: [{ kind: ServiceAccount, name: reader, namespace: site }]
 });
 
 describe("the nginx operator installed by kubectl apply -k, without cert-manager", () => {
-  it("comes up from an overlay of config/default that brings the webhook certificate, and its webhooks answer", async () => {
+  it("comes up from config/default with no certificate given: it issues its own, and its webhooks answer", async () => {
     const overlay = writeOverlay(join(work, "kustomize"), IMAGE, {
       ALLOWED_REGISTRIES: "kubeloop.local,docker.io",
     });
@@ -286,7 +286,31 @@ describe("the nginx operator installed by kubectl apply -k, without cert-manager
     const rolled = await k(["-n", NS, "rollout", "status", "deployment/nginx-operator", "--timeout=180s"]);
     expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0);
     console.log(`kubectl apply -k → operator pods Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    // The API server calls the webhooks through their Service, trusting the overlay's CA.
+    // Nothing mounted: the replicas share the certificate the first one issued, and its CA is in
+    // every caBundle (Ready waits for that).
+    const mounted = await k(["-n", NS, "get", "secret", "nginx-operator-webhook-server-cert"]);
+    expect(mounted.stderr).toContain("NotFound");
+    const ca = await jsonpath(
+      ["-n", NS, "get", "secret", "nginx-operator-webhook-self-issued"],
+      "{.data.ca\\.crt}",
+    );
+    expect(ca.length).toBeGreaterThan(100);
+    const bundles = [
+      await jsonpath(
+        ["get", "mutatingwebhookconfiguration", "nginx-operator-mutating"],
+        "{.webhooks[*].clientConfig.caBundle}",
+      ),
+      await jsonpath(
+        ["get", "validatingwebhookconfiguration", "nginx-operator-validating"],
+        "{.webhooks[*].clientConfig.caBundle}",
+      ),
+      await jsonpath(
+        ["get", "crd", "nginxes.proxy.example.com"],
+        "{.spec.conversion.webhook.clientConfig.caBundle}",
+      ),
+    ].flatMap((b) => b.split(" "));
+    expect(new Set(bundles)).toEqual(new Set([ca]));
+    // The API server calls the webhooks through their Service, trusting the operator's CA.
     expect(
       (await k(["apply", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata: { name: site }\n")).code,
     ).toBe(0);

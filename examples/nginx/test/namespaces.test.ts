@@ -52,6 +52,9 @@ describe("nginx operator watching two namespaces under Roles only", () => {
       "RoleBinding",
       "RoleBinding",
       "RoleBinding",
+      // Its self-issued certificates: the Secrets (a Role), the webhooks' caBundles (a ClusterRole).
+      "RoleBinding",
+      "ClusterRoleBinding",
     ]);
     const env = manifests("manager/deployment.yaml")[0]?.spec?.template?.spec?.containers?.[0]?.env ?? [];
     const watchNamespace = env.find((e) => e.name === "WATCH_NAMESPACE")?.value;

@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { defaultAssetsRoot, kubectl, pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { World } from "./world.ts";
 
@@ -27,6 +28,16 @@ const kubeloop = (args: string[]) =>
     env: { ...process.env, KUBECONFIG: world.plane.kubeconfigPath },
     timeout: 240_000,
   });
+
+const helm = (...args: string[]) =>
+  run(join(defaultAssetsRoot(), "helm-v3.22.0/helm"), args, {
+    cwd: root,
+    env: { ...process.env, KUBECONFIG: world.plane.kubeconfigPath },
+    timeout: 300_000,
+  });
+const gone = async (args: string[]) =>
+  (await kubectl(["get", ...args], { kubeconfig: world.plane.kubeconfigPath })).stderr.includes("NotFound");
+const CRD = "sampledbs.seed.example.com";
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "sampledb-in-cluster-"));
@@ -145,4 +156,99 @@ describe("the SampleDB operator deployed by kubeloop deploy, as pods", () => {
     ]);
     expect(logs).not.toMatch(/forbidden/i);
   });
+});
+
+// The two other ways users install it, one after the other on the same plane, with the SampleDB
+// "trio" (3 instances, made above) kept throughout: each new install must reconcile it.
+describe("the SampleDB operator installed by helm, then by kubectl apply -k", () => {
+  /** Sets trio's instances and waits for the operator to bring it to Ready with that many. */
+  const scaleTrio = async (instances: number) => {
+    await world.ok([
+      "-n",
+      ns,
+      "patch",
+      "sampledb",
+      "trio",
+      "--type=merge",
+      "-p",
+      `{"spec":{"instances":${instances}}}`,
+    ]);
+    await world.waitFor(
+      ns,
+      "trio",
+      "{.status.ready}",
+      (v) => v === `${instances}/${instances}`,
+      `trio ${instances}/${instances} ready`,
+      180_000,
+    );
+    await world.waitForPhase(ns, "trio", "Ready");
+  };
+  /** Removes the running install but the CRD (so trio stays), and waits for its namespace to go. */
+  const removeOperatorKeepingCrd = async () => {
+    await kubeloop(["undeploy", "--keep-crds"]);
+    await pollUntil(() => gone(["namespace", NS]), {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+      message: "the operator's namespace to be gone",
+    });
+  };
+
+  it("helm install adopting the CRD: Ready, trio reconciled; helm uninstall keeps the CRD and trio", async () => {
+    await removeOperatorKeepingCrd();
+    // Helm takes over an existing CRD that carries its release's ownership metadata.
+    await world.ok([
+      "annotate",
+      "crd",
+      CRD,
+      "meta.helm.sh/release-name=sampledb-operator",
+      `meta.helm.sh/release-namespace=${NS}`,
+    ]);
+    await world.ok(["label", "crd", CRD, "app.kubernetes.io/managed-by=Helm"]);
+    const started = Date.now();
+    await helm(
+      "install",
+      "sampledb-operator",
+      join(root, "charts/sampledb-operator"),
+      "-n",
+      NS,
+      "--create-namespace",
+      "--wait",
+      "--timeout=3m",
+      "--set",
+      `manager.image.repository=${IMAGE.split(":")[0]}`,
+      "--set-string",
+      `manager.image.tag=${IMAGE.split(":")[1]}`,
+    );
+    console.log(
+      `helm install --wait → SampleDB operator Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    await scaleTrio(2);
+    await helm("uninstall", "sampledb-operator", "-n", NS, "--wait", "--timeout=2m");
+    expect(await gone(["-n", NS, "deployment", "sampledb-operator"])).toBe(true);
+    expect(await gone(["clusterrole", "sampledb-operator"])).toBe(true);
+    expect(await gone(["crd", CRD])).toBe(false);
+    expect(await gone(["-n", ns, "sampledb", "trio"])).toBe(false);
+  }, 420_000);
+
+  it("kubectl apply -k config/default: Ready, trio reconciled", async () => {
+    // An overlay of a copy of config/ (kustomize loads bases by relative path only) setting the image.
+    cpSync(join(root, "config"), join(work, "kustomize/config"), { recursive: true });
+    const overlay = join(work, "kustomize/overlay");
+    mkdirSync(overlay);
+    const [newName, newTag] = IMAGE.split(":");
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      JSON.stringify({
+        resources: ["../config/default"],
+        images: [{ name: "ghcr.io/example/sampledb-operator", newName, newTag }],
+      }),
+    );
+    const started = Date.now();
+    await world.ok(["apply", "-k", overlay]);
+    await world.ok(["-n", NS, "rollout", "status", "deployment/sampledb-operator", "--timeout=180s"]);
+    console.log(
+      `kubectl apply -k → 2 SampleDB operator pods Ready: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    await scaleTrio(1);
+  }, 300_000);
 });

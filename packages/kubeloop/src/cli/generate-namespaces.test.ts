@@ -68,6 +68,8 @@ describe("kubeloop generate --namespaces", () => {
       "RoleBinding team-a/shops → Role",
       "RoleBinding team-b/shops → Role",
       "RoleBinding shops-system/shops-leader-election → Role",
+      // Its self-issued metrics certificate's Secret, in its own namespace.
+      "RoleBinding shops-system/shops-serving-certs → Role",
     ]);
     for (const binding of bindings) {
       expect(binding.subjects).toEqual([
@@ -94,6 +96,7 @@ describe("kubeloop generate --namespaces", () => {
     expect(roles[1]?.rules?.some((rule) => rule.resources.includes("nodes"))).toBe(false);
     expect(read("b", "manager/role-bindings.yaml").map((b) => b.kind)).toEqual([
       "ClusterRoleBinding",
+      "RoleBinding",
       "RoleBinding",
       "RoleBinding",
     ]);

@@ -20,6 +20,7 @@ import {
   optInManifests,
   type RoleScopes,
   type ShardingReplicas,
+  servingCertRoles,
   webhookServiceName,
 } from "./manifests.js";
 import { loadProject, type Project } from "./project.js";
@@ -130,13 +131,17 @@ export async function generateCommand(argv: string[]): Promise<number> {
     objects.set(file, written);
     wanted.set(file, renderAll(written));
   };
+  const caBundles: string[] = []; // where the manager puts the CA of a certificate it issues itself
   for (const definition of definitions) {
     let crd = definition.crd();
     const conversion = webhooks.find(
       (w) =>
         w.paths.convert && w.resource.group === crd.spec.group && w.resource.kind === crd.spec.names.kind,
     );
-    if (conversion) crd = withConversion(crd, conversion, target);
+    if (conversion) {
+      crd = withConversion(crd, conversion, target);
+      caBundles.push(`CustomResourceDefinition/${crd.metadata.name}`);
+    }
     if (crd.spec.versions.length > 1 && !crd.spec.conversion) {
       throw new CliError(
         `${crd.spec.names.kind} has ${crd.spec.versions.length} versions but no conversion: export defineWebhooks(${crd.spec.names.kind}, { convert: … }) from the webhooks module`,
@@ -161,6 +166,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
     const { mutating, validating } = webhookConfigurations(name, webhooks, target);
     const configurations = [mutating, validating].filter((c) => c !== undefined);
     if (configurations.length) put(join("webhook", "manifests.yaml"), configurations);
+    caBundles.unshift(...configurations.map((c) => `${c.kind}/${(c.metadata as { name: string }).name}`));
   }
   const autoscaleValue = values.autoscale ?? project?.autoscale;
   if (autoscaleValue !== undefined && shardingValue === undefined)
@@ -174,6 +180,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
       namespace,
       image,
       webhooks: webhooks.length > 0,
+      caBundles,
       ...(roles ? { roles } : {}),
       ...(watched ? { watchNamespaces: watched } : {}),
       ...(sharding ? { sharding } : {}),
@@ -183,6 +190,10 @@ export async function generateCommand(argv: string[]): Promise<number> {
     if (rules) put(join("prometheus", "adapter-rules.yaml"), [rules]);
     // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
     put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
+    put(
+      join("rbac", "serving-certs-roles.yaml"),
+      servingCertRoles(name, namespace, webhooks.length > 0, caBundles),
+    );
     for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0, project?.runbooks))
       put(file, written);
   }

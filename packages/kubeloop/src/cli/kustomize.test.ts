@@ -62,4 +62,50 @@ images:
     };
     expect(validating.webhooks[0]?.clientConfig.service.namespace).toBe("web-operators");
   });
+
+  it("renders the opt-in ServiceMonitor verifying TLS with the CA of the Secret the manager issues, in any namespace", async () => {
+    const withMonitoring = mkdtempSync(join(tmpdir(), "kubeloop-overlay-"));
+    try {
+      writeFileSync(
+        join(withMonitoring, "kustomization.yaml"),
+        `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: web-operators
+resources:
+  - ${relative(withMonitoring, join(config, "default"))}
+  - ${relative(withMonitoring, join(config, "prometheus"))}
+`,
+      );
+      const rendered = await render(withMonitoring);
+      const monitor = rendered.find((o) => o.kind === "ServiceMonitor") as unknown as {
+        metadata: { namespace: string };
+        spec: { endpoints: { tlsConfig: Record<string, unknown> }[] };
+      };
+      // Prometheus reads the Secret from the ServiceMonitor's namespace: both moved together.
+      expect(monitor.metadata.namespace).toBe("web-operators");
+      expect(monitor.spec.endpoints[0]?.tlsConfig).toEqual({
+        ca: { secret: { name: "nginx-operator-metrics-self-issued", key: "ca.crt" } },
+        serverName: "nginx-operator-metrics",
+      });
+      const deployment = rendered.find((o) => o.kind === "Deployment") as KubeObject & {
+        spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+      };
+      const env = deployment.spec.template.spec.containers[0]?.env ?? [];
+      expect(env).toEqual(
+        expect.arrayContaining([
+          { name: "METRICS_CERT_SECRET", value: "nginx-operator-metrics-self-issued" },
+          { name: "METRICS_SERVICE", value: "nginx-operator-metrics" },
+        ]),
+      );
+      const role = rendered.find(
+        (o) => o.kind === "Role" && o.metadata?.name === "nginx-operator-serving-certs",
+      ) as unknown as { metadata: { namespace: string }; rules: { resourceNames?: string[] }[] };
+      expect(role.metadata.namespace).toBe("web-operators");
+      expect(role.rules.flatMap((r) => r.resourceNames ?? [])).toContain(
+        "nginx-operator-metrics-self-issued",
+      );
+    } finally {
+      rmSync(withMonitoring, { recursive: true, force: true });
+    }
+  });
 });

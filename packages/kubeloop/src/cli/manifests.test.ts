@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deployManifests, metricsRoles, optInManifests } from "./manifests.js";
+import { deployManifests, metricsRoles, optInManifests, servingCertRoles } from "./manifests.js";
 
 // The hardening the generated manifests promise (docs/observability.md), as pure functions' output.
 const files = new Map(deployManifests({ name: "op", namespace: "op-system", image: "op:1", webhooks: true }));
@@ -12,10 +12,53 @@ describe("generated deploy manifests", () => {
     const pod = one("deployment.yaml").spec.template.spec;
     expect(pod.automountServiceAccountToken).toBe(true);
     expect(pod.volumes).toEqual([
-      { name: "webhook-certs", secret: { secretName: "op-webhook-server-cert", defaultMode: 0o444 } },
+      {
+        name: "webhook-certs",
+        secret: { secretName: "op-webhook-server-cert", defaultMode: 0o444, optional: true },
+      },
     ]);
     expect(pod.containers[0].volumeMounts).toEqual([
       { name: "webhook-certs", mountPath: "/tmp/k8s-webhook-server/serving-certs", readOnly: true },
+    ]);
+  });
+
+  it("let the manager issue its own webhook certificate: its Secret and exactly the caBundles named, by name", () => {
+    const caBundles = [
+      "MutatingWebhookConfiguration/op-mutating",
+      "CustomResourceDefinition/ops.example.com",
+    ];
+    const withTargets = new Map(
+      deployManifests({ name: "op", namespace: "op-system", image: "op:1", webhooks: true, caBundles }),
+    );
+    // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
+    const env = (withTargets.get("deployment.yaml")?.[0] as any)?.spec.template.spec.containers[0].env;
+    expect(env).toEqual(
+      expect.arrayContaining([
+        { name: "WEBHOOK_CERT_SECRET", value: "op-webhook-self-issued" },
+        { name: "WEBHOOK_SERVICE", value: "op-webhook-service" },
+        { name: "WEBHOOK_CA_BUNDLES", value: caBundles.join(",") },
+      ]),
+    );
+    const [role, clusterRole] = servingCertRoles("op", "op-system", true, caBundles) as {
+      rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+    }[];
+    expect(role?.rules).toEqual([
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+      {
+        apiGroups: [""],
+        resources: ["secrets"],
+        resourceNames: ["op-metrics-self-issued", "op-webhook-self-issued"],
+        verbs: ["get", "update"],
+      },
+    ]);
+    expect(clusterRole?.rules.map((r) => [r.resources[0], r.resourceNames, r.verbs])).toEqual([
+      ["mutatingwebhookconfigurations", ["op-mutating"], ["get", "patch"]],
+      ["customresourcedefinitions", ["ops.example.com"], ["get", "patch"]],
+    ]);
+    const bindings = withTargets.get("role-bindings.yaml") as { kind: string; roleRef: { name: string } }[];
+    expect(bindings.filter((b) => b.roleRef.name === "op-serving-certs").map((b) => b.kind)).toEqual([
+      "RoleBinding",
+      "ClusterRoleBinding",
     ]);
   });
 
@@ -51,7 +94,7 @@ describe("generated deploy manifests", () => {
     expect(container.env.map((e: { name: string }) => e.name)).not.toContain("NODE_OPTIONS");
   });
 
-  it("offer a ServiceMonitor with the bearer token and a NetworkPolicy admitting only the two ports", () => {
+  it("offer a ServiceMonitor with the bearer token, verifying TLS, and a NetworkPolicy admitting only the two ports", () => {
     const optIn = new Map(optInManifests("op", "op-system", true));
     // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
     const monitor: any = optIn.get("prometheus/monitor.yaml")?.[0];
@@ -59,7 +102,19 @@ describe("generated deploy manifests", () => {
       port: "https",
       scheme: "https",
       bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+      // The CA the manager issues its metrics certificate from (the Deployment names that Secret).
+      tlsConfig: {
+        ca: { secret: { name: "op-metrics-self-issued", key: "ca.crt" } },
+        serverName: "op-metrics",
+      },
     });
+    expect(monitor.spec.endpoints[0].tlsConfig.insecureSkipVerify).toBeUndefined();
+    expect(one("deployment.yaml").spec.template.spec.containers[0].env).toEqual(
+      expect.arrayContaining([
+        { name: "METRICS_CERT_SECRET", value: "op-metrics-self-issued" },
+        { name: "METRICS_SERVICE", value: "op-metrics" },
+      ]),
+    );
     // biome-ignore lint/suspicious/noExplicitAny: manifests are plain JSON trees.
     const policy: any = optIn.get("network-policy/allow-ingress.yaml")?.[0];
     expect(policy.spec.ingress).toEqual([

@@ -1,5 +1,5 @@
 import { type Autoscale, hpaMetric, scaleUpBehavior } from "./autoscaling.js";
-import { metricsServiceName, monitoringManifests } from "./monitoring.js";
+import { metricsCertSecret, metricsServiceName, monitoringManifests } from "./monitoring.js";
 
 /**
  * The manifests that deploy an operator, as `kubeloop generate --image` writes them to
@@ -15,6 +15,11 @@ export interface ManifestOptions {
   image: string;
   /** The operator serves webhooks: a webhook port, the serving certificate's Secret, a Service. */
   webhooks?: boolean;
+  /**
+   * With webhooks: where the manager puts the CA of the certificate it issues itself when none is
+   * mounted (`Kind/name`: its webhook configurations, CRDs with a conversion webhook).
+   */
+  caBundles?: readonly string[];
   /** Which generated roles to bind (default: the ClusterRole only). */
   roles?: RoleScopes;
   /** The namespaces the manager watches, given to it as `WATCH_NAMESPACE` (default: all). */
@@ -110,11 +115,82 @@ export function webhookServiceName(name: string): string {
   return `${name}-webhook-service`;
 }
 
+/** The Secret the manager keeps the certificate it issues itself in, shared by its replicas. */
+export function selfIssuedCertSecret(name: string): string {
+  return `${name}-webhook-self-issued`;
+}
+
+/** The roles bound to {@link servingCertRoles}: a Role for the Secrets, a ClusterRole for the caBundles. */
+export function servingCertRoleName(name: string): string {
+  return `${name}-serving-certs`;
+}
+
+/**
+ * What the manager needs to issue its own metrics (and webhook) certificates, and nothing more:
+ * make and read their Secrets (create cannot be limited by name), read and patch the caBundle of
+ * exactly the configurations and CRDs it names, by resourceNames. For
+ * config/rbac/serving-certs-roles.yaml.
+ */
+export function servingCertRoles(
+  name: string,
+  namespace: string,
+  webhooks: boolean,
+  caBundles: readonly string[],
+): object[] {
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const named = (kind: string) =>
+    caBundles.filter((t) => t.startsWith(`${kind}/`)).map((t) => t.slice(kind.length + 1));
+  const rules = [
+    ["admissionregistration.k8s.io", "mutatingwebhookconfigurations", named("MutatingWebhookConfiguration")],
+    [
+      "admissionregistration.k8s.io",
+      "validatingwebhookconfigurations",
+      named("ValidatingWebhookConfiguration"),
+    ],
+    ["apiextensions.k8s.io", "customresourcedefinitions", named("CustomResourceDefinition")],
+  ] as const;
+  const role = servingCertRoleName(name);
+  return [
+    {
+      apiVersion: rbac,
+      kind: "Role",
+      metadata: { name: role, namespace },
+      rules: [
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        {
+          apiGroups: [""],
+          resources: ["secrets"],
+          resourceNames: [metricsCertSecret(name), ...(webhooks ? [selfIssuedCertSecret(name)] : [])],
+          verbs: ["get", "update"],
+        },
+      ],
+    },
+    ...(caBundles.length
+      ? [
+          {
+            apiVersion: rbac,
+            kind: "ClusterRole",
+            metadata: { name: role },
+            rules: rules
+              .filter(([, , names]) => names.length)
+              .map(([group, resource, names]) => ({
+                apiGroups: [group],
+                resources: [resource],
+                resourceNames: names,
+                verbs: ["get", "patch"],
+              })),
+          },
+        ]
+      : []),
+  ];
+}
+
 export function deployManifests({
   name,
   namespace,
   image,
   webhooks,
+  caBundles = [],
   roles = { cluster: true, namespaces: [] },
   watchNamespaces,
   sharding,
@@ -172,6 +248,7 @@ export function deployManifests({
           roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-leader-election` },
           subjects,
         },
+        ...servingCertBindings(name, namespace, caBundles.length > 0),
       ],
     ],
     [
@@ -236,15 +313,24 @@ export function deployManifests({
                       ...(watchNamespaces?.length
                         ? [{ name: "WATCH_NAMESPACE", value: watchNamespaces.join(",") }]
                         : []),
-                      // HTTPS behind TokenReview + SubjectAccessReview; self-signed unless
-                      // METRICS_CERT_DIR names a mounted certificate.
+                      // HTTPS behind TokenReview + SubjectAccessReview, with a certificate issued
+                      // from the CA in METRICS_CERT_SECRET unless METRICS_CERT_DIR mounts one.
                       { name: "METRICS_SECURE", value: "true" },
+                      { name: "METRICS_CERT_SECRET", value: metricsCertSecret(name) },
+                      { name: "METRICS_SERVICE", value: metricsServiceName(name) },
                       { name: "METRICS_PORT", value: String(METRICS_PORT) },
                       { name: "PROBE_PORT", value: String(PROBES_PORT) },
                       ...(webhooks
                         ? [
                             { name: "WEBHOOK_PORT", value: String(WEBHOOK_PORT) },
                             { name: "WEBHOOK_CERT_DIR", value: CERT_DIR },
+                            // Nothing mounted there (no cert-manager, Helm or deploy Secret): the
+                            // manager issues its own, shared through this Secret, and sets these caBundles.
+                            { name: "WEBHOOK_CERT_SECRET", value: selfIssuedCertSecret(name) },
+                            { name: "WEBHOOK_SERVICE", value: webhookServiceName(name) },
+                            ...(caBundles.length
+                              ? [{ name: "WEBHOOK_CA_BUNDLES", value: caBundles.join(",") }]
+                              : []),
                           ]
                         : []),
                     ],
@@ -289,7 +375,8 @@ export function deployManifests({
                           // Readable by all (0444): the kubelet writes the files as root, the manager
                           // runs as the image's non-root user, and an fsGroup to share them would be
                           // refused by OpenShift's restricted SCC. Only the manager runs in the pod.
-                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o444 },
+                          // Optional: absent, the folder is empty and the manager issues its own.
+                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o444, optional: true },
                         },
                       ],
                     }
@@ -330,6 +417,33 @@ export function deployManifests({
     ]);
   }
   return files;
+}
+
+/** The manager's service account bound to {@link servingCertRoles}. */
+function servingCertBindings(name: string, namespace: string, clusterRole: boolean): object[] {
+  const rbac = "rbac.authorization.k8s.io";
+  const role = servingCertRoleName(name);
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
+  return [
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "RoleBinding",
+      metadata: { name: role, namespace },
+      roleRef: { apiGroup: rbac, kind: "Role", name: role },
+      subjects,
+    },
+    ...(clusterRole
+      ? [
+          {
+            apiVersion: `${rbac}/v1`,
+            kind: "ClusterRoleBinding",
+            metadata: { name: role },
+            roleRef: { apiGroup: rbac, kind: "ClusterRole", name: role },
+            subjects,
+          },
+        ]
+      : []),
+  ];
 }
 
 /**

@@ -27,6 +27,11 @@ export interface MonitoringOptions {
   runbooks?: string;
 }
 
+/** The Secret the manager keeps its metrics certificate and CA in (when none is mounted); scrapers trust its `ca.crt`. */
+export function metricsCertSecret(name: string): string {
+  return `${name}-metrics-self-issued`;
+}
+
 export function metricsServiceName(name: string): string {
   return `${name}-metrics`;
 }
@@ -177,9 +182,13 @@ export function monitoringManifests(options: MonitoringOptions): [string, object
               path: "/metrics",
               // Prometheus' own token: its service account needs the <name>-metrics-reader ClusterRole.
               bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
-              // The manager's certificate is self-signed unless METRICS_CERT_DIR mounts one; with
-              // cert-manager, replace this with ca/cert/keySecret and serverName.
-              tlsConfig: { insecureSkipVerify: true },
+              // Verified: the manager issues its certificate from the CA in this Secret (unless
+              // METRICS_CERT_DIR mounts one: then point ca at that one's CA). The Service's short
+              // name is in the certificate and needs no namespace, so an overlay may move it.
+              tlsConfig: {
+                ca: { secret: { name: metricsCertSecret(name), key: "ca.crt" } },
+                serverName: metricsServiceName(name),
+              },
             },
           ],
         },

@@ -154,6 +154,18 @@ export class HealthServer {
     return (address as AddressInfo).port;
   }
 
+  /**
+   * Serves `tls` to new connections from now on (open ones keep theirs): a renewed certificate.
+   * Throws on a server started without `tls`. A certificate folder's next change replaces it again.
+   */
+  useCertificate(tls: ServingCertificate): void {
+    const server = this.server;
+    if (!server || !("setSecureContext" in server))
+      throw new Error("useCertificate: the health server is not serving HTTPS");
+    server.setSecureContext(tls);
+    this.options.onCertificate?.(expiryOf(tls.cert));
+  }
+
   /** Binds and starts serving. Rejects with a {@link ListenError} naming the address if it cannot bind. */
   async start(): Promise<void> {
     if (this.server) throw new Error("The health server was already started");

@@ -38,6 +38,7 @@ export {
   DEFAULT_STALL_TIMEOUT_MS,
   Manager,
   type ManagerOptions,
+  type ManagerWebhookOptions,
   type MetricsServing,
   optionsFromEnv,
   watchNamespaces,
@@ -49,6 +50,7 @@ export {
   MetricsAuthorizer,
 } from "./metrics-auth.js";
 export { RUNNABLE_GROUPS, type Runnable, type RunnableGroup } from "./runnables.js";
+export type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 export {
   RING_LABEL,
   type ShardedType,

@@ -17,7 +17,7 @@ import { ManagerServers } from "./servers.js";
 import { Sharding } from "./sharding/index.js";
 import { startTracing, type Tracing } from "./tracing.js";
 
-export type { ManagerOptions, MetricsServing } from "./options.js";
+export type { ManagerOptions, ManagerWebhookOptions, MetricsServing } from "./options.js";
 export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, watchNamespaces } from "./options.js";
 export { DEFAULT_METRICS_PORT, DEFAULT_PROBES_PORT, DEFAULT_SECURE_METRICS_PORT } from "./servers.js";
 
@@ -96,6 +96,7 @@ export class Manager {
       metrics: () => this.metrics,
       logger: this.logger,
       client: () => this.client,
+      operatorNamespace: () => this.operatorNamespace(this.client),
       webhooks: this.webhookDefinitions,
       checkInformers: () => this.checkInformers(),
       checkProgress: (afterMs) => {

@@ -3,6 +3,7 @@ import type { Client, KubeObject } from "../client/index.js";
 import { checkNamespaces } from "../controller/internal.js";
 import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
+import type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 import type { ShardingOptions } from "./sharding/index.js";
 
 /** Keys may wait this long with no worker taking any before `/healthz` fails: 5 minutes. */
@@ -68,9 +69,10 @@ export interface ManagerOptions {
    * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
    * from `$WEBHOOK_CERT_DIR` or /tmp/k8s-webhook-server/serving-certs (controller-runtime's). It
    * runs on every replica, leader or not, and starts before the caches: reading a kind through
-   * its conversion webhook needs it.
+   * its conversion webhook needs it. With `selfIssued`, an empty certificate folder in a cluster
+   * is not an error: the manager issues its own certificate (see {@link ManagerWebhookOptions}).
    */
-  webhooks?: WebhookServerOptions;
+  webhooks?: ManagerWebhookOptions;
   /**
    * Export traces when OpenTelemetry's environment names an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`,
    * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`…; see `startTracing`): the SDK and OTLP exporter
@@ -116,6 +118,33 @@ export interface ManagerOptions {
   onLeadershipLost?: (error: Error) => void;
 }
 
+/** The manager's webhook server: {@link WebhookServerOptions}, and a certificate of its own when none is mounted. */
+export interface ManagerWebhookOptions extends WebhookServerOptions {
+  /**
+   * When the certificate folder is empty and the manager runs in a cluster (`inCluster`): issue a
+   * CA and serving certificate for the webhook Service, share them between replicas through a
+   * Secret in the operator's namespace (made if absent, else read), serve with them, and put the
+   * CA in the caBundle of the configurations and CRDs named. A mounted certificate always wins,
+   * and replaces this one as soon as the kubelet puts it in the folder. Default:
+   * `$WEBHOOK_CERT_SECRET`, `$WEBHOOK_SERVICE` and `$WEBHOOK_CA_BUNDLES` (what the generated
+   * Deployment sets).
+   *
+   * @example
+   * ```ts
+   * new Manager({
+   *   webhooks: {
+   *     selfIssued: {
+   *       secret: "nginx-operator-webhook-self-issued",
+   *       service: "nginx-operator-webhook-service",
+   *       caBundles: [{ kind: "MutatingWebhookConfiguration", name: "nginx-operator-mutating" }],
+   *     },
+   *   },
+   * });
+   * ```
+   */
+  selfIssued?: SelfIssuedWebhookCertificate;
+}
+
 /** Where and how `/metrics` is served. */
 export interface MetricsServing {
   /**
@@ -142,6 +171,14 @@ export interface MetricsServing {
    * (the generated ServiceMonitor then skips verification, as kubebuilder's does).
    */
   certDir?: string;
+  /**
+   * Secure, in a cluster, with no certificate in `certDir`: issue one for the metrics Service from
+   * a CA kept in this Secret (made if absent, shared by the replicas), instead of a self-signed
+   * one, so scrapers verify it with the Secret's `ca.crt` (the generated ServiceMonitor does).
+   * If the Secret cannot be written, the self-signed certificate is served and a warning logged.
+   * Default: `$METRICS_CERT_SECRET` and `$METRICS_SERVICE` (what the generated Deployment sets).
+   */
+  selfIssued?: SelfIssuedCertificate;
   /** The review caches' TTLs and timeout (defaults: controller-runtime's). */
   auth?: MetricsAuthOptions;
 }
@@ -157,7 +194,9 @@ export interface MetricsServing {
  * | `SHARDING_RING`, `POD_NAME` | `sharding.ring`, `sharding.id` |
  * | `LOG_LEVEL` | `logLevel` |
  * | `METRICS_SECURE`, `METRICS_CERT_DIR` | `metrics.secure`, `metrics.certDir` |
+ * | `METRICS_CERT_SECRET`, `METRICS_SERVICE` | `metrics.selfIssued` |
  * | `WEBHOOK_PORT`, `WEBHOOK_CERT_DIR` | `webhooks.port`, `webhooks.certDir` |
+ * | `WEBHOOK_CERT_SECRET`, `WEBHOOK_SERVICE`, `WEBHOOK_CA_BUNDLES` | `webhooks.selfIssued` (`Kind/name,…`) |
  * | `KUBERNETES_SERVICE_HOST` | `inCluster` (set in every pod) |
  *
  * The Manager applies these itself under the options it is given, so calling this is only needed
@@ -175,6 +214,14 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOpt
   const namespaces = watchNamespaces(env.WATCH_NAMESPACE);
   const secure = metricsSecure(env.METRICS_SECURE);
   const webhookPort = env.WEBHOOK_PORT ? Number(env.WEBHOOK_PORT) : undefined;
+  const selfIssued =
+    env.WEBHOOK_CERT_SECRET && env.WEBHOOK_SERVICE
+      ? {
+          secret: env.WEBHOOK_CERT_SECRET,
+          service: env.WEBHOOK_SERVICE,
+          caBundles: caBundleTargets(env.WEBHOOK_CA_BUNDLES ?? ""),
+        }
+      : undefined;
   return {
     ...(namespaces ? { namespaces: [...namespaces] } : {}),
     ...(env.POD_NAMESPACE ? { operatorNamespace: env.POD_NAMESPACE } : {}),
@@ -185,10 +232,14 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOpt
     metrics: {
       ...(secure !== undefined ? { secure } : {}),
       ...(env.METRICS_CERT_DIR ? { certDir: env.METRICS_CERT_DIR } : {}),
+      ...(env.METRICS_CERT_SECRET && env.METRICS_SERVICE
+        ? { selfIssued: { secret: env.METRICS_CERT_SECRET, service: env.METRICS_SERVICE } }
+        : {}),
     },
     webhooks: {
       ...(webhookPort !== undefined ? { port: webhookPort } : {}),
       ...(env.WEBHOOK_CERT_DIR ? { certDir: env.WEBHOOK_CERT_DIR } : {}),
+      ...(selfIssued ? { selfIssued } : {}),
     },
     inCluster: Boolean(env.KUBERNETES_SERVICE_HOST),
   };
@@ -216,6 +267,28 @@ export function withDefaults(options: ManagerOptions, defaults: ManagerOptions):
     webhooks,
     ...(sharding ? { sharding } : {}),
   } as ManagerOptions;
+}
+
+const CA_BUNDLE_KINDS: readonly string[] = [
+  "MutatingWebhookConfiguration",
+  "ValidatingWebhookConfiguration",
+  "CustomResourceDefinition",
+];
+
+/** `WEBHOOK_CA_BUNDLES`: `Kind/name` entries, comma-separated; an unknown kind is an error naming it. */
+export function caBundleTargets(value: string): CaBundleTarget[] {
+  return value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [kind = "", name = ""] = entry.split("/");
+      if (!CA_BUNDLE_KINDS.includes(kind) || !name)
+        throw new TypeError(
+          `WEBHOOK_CA_BUNDLES: "${entry}" is not Kind/name with Kind one of ${CA_BUNDLE_KINDS.join(", ")}`,
+        );
+      return { kind: kind as CaBundleTarget["kind"], name };
+    });
 }
 
 function definedOf<T extends object>(value: T): Partial<T> {

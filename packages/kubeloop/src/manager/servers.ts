@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { Client } from "../client/index.js";
-import { CertificateFolder, selfSignedCertificate } from "../util/index.js";
+import { CertificateFolder, type ServingCertificate, selfSignedCertificate } from "../util/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import { DEFAULT_WEBHOOK_PORT, WebhookServer } from "../webhook/index.js";
 import { DEFAULT_HEALTH_PROBE_PORT, HealthServer } from "./health.js";
@@ -9,6 +9,12 @@ import type { Metrics } from "./metrics.js";
 import { MetricsAuthorizer } from "./metrics-auth.js";
 import { DEFAULT_STALL_TIMEOUT_MS, type ManagerOptions, type MetricsServing } from "./options.js";
 import type { Runnable } from "./runnables.js";
+import {
+  type CaBundleTarget,
+  DEFAULT_RENEW_CHECK_INTERVAL_MS,
+  ensureSelfIssuedCertificate,
+  type SelfIssuedCertificate,
+} from "./serving-certs.js";
 
 /** The port of plain-HTTP metrics outside a cluster (controller-runtime's `:8080`). */
 export const DEFAULT_METRICS_PORT = 8080;
@@ -16,6 +22,7 @@ export const DEFAULT_METRICS_PORT = 8080;
 export const DEFAULT_SECURE_METRICS_PORT = 8443;
 /** The port of `/healthz` and `/readyz` (kubebuilder's `:8081`). */
 export const DEFAULT_PROBES_PORT = DEFAULT_HEALTH_PROBE_PORT;
+const NO_HINT = { purpose: "webhook", hint: "" };
 /** controller-runtime's default folder of the webhook serving certificate. */
 const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
@@ -25,6 +32,8 @@ export interface ServersDeps {
   metrics: () => Metrics;
   logger: Logger;
   client: () => Client;
+  /** The namespace the operator runs in (where a self-issued webhook certificate is kept). */
+  operatorNamespace: () => string;
   webhooks: readonly WebhookDefinition[];
   /** The readiness of the caches: throws naming what is not ready. */
   checkInformers: () => void;
@@ -41,6 +50,8 @@ export class ManagerServers {
   private probeServer: HealthServer | undefined;
   private metricsServer: HealthServer | undefined;
   private webhookServer: WebhookServer | undefined;
+  /** The renewal checks of self-issued certificates, by purpose (`webhook`, `metrics`). */
+  private readonly renewTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly deps: ServersDeps) {
     const { metrics } = deps.options;
@@ -75,7 +86,11 @@ export class ManagerServers {
       runnables.push({
         name: "metrics server",
         start: () => this.startMetrics(metrics ?? {}),
-        stop: () => this.metricsServer?.close(),
+        stop: () => {
+          clearTimeout(this.renewTimers.get("metrics"));
+          this.renewTimers.delete("metrics");
+          return this.metricsServer?.close();
+        },
       });
     return runnables;
   }
@@ -84,7 +99,15 @@ export class ManagerServers {
   webhooks(): Runnable[] {
     if (!this.deps.webhooks.length) return [];
     return [
-      { name: "webhook server", start: () => this.startWebhooks(), stop: () => this.webhookServer?.close() },
+      {
+        name: "webhook server",
+        start: () => this.startWebhooks(),
+        stop: () => {
+          clearTimeout(this.renewTimers.get("webhook"));
+          this.renewTimers.delete("webhook");
+          return this.webhookServer?.close();
+        },
+      },
     ];
   }
 
@@ -120,42 +143,133 @@ export class ManagerServers {
 
   private async startWebhooks(): Promise<void> {
     const options = this.deps.options.webhooks ?? {};
-    const { certDir, ...rest } = options;
+    const { certDir = DEFAULT_WEBHOOK_CERT_DIR, selfIssued, ...rest } = options;
+    // A mounted certificate wins; the folder is still watched, so one mounted later replaces ours.
+    let issued: ServingCertificate | undefined;
+    if (
+      !options.cert &&
+      selfIssued &&
+      this.deps.options.inCluster &&
+      !new CertificateFolder(certDir, NO_HINT).hasFiles()
+    )
+      issued = await ensureSelfIssuedCertificate(
+        this.deps.client(),
+        this.deps.operatorNamespace(),
+        selfIssued,
+        this.deps.logger,
+      );
     const webhooks = new WebhookServer({
       ...rest,
+      ...issued,
       port: options.port ?? DEFAULT_WEBHOOK_PORT,
-      ...(options.cert ? {} : { certDir: certDir ?? DEFAULT_WEBHOOK_CERT_DIR }),
+      ...(options.cert ? {} : { certDir }),
       ...(options.metrics || this.deps.options.metrics !== false
         ? { metrics: options.metrics ?? this.deps.metrics().webhooks() }
         : {}),
     }).register(...this.deps.webhooks);
     await webhooks.start();
     this.webhookServer = webhooks;
-    this.deps.logger.info({ port: webhooks.port, paths: webhooks.paths }, "webhooks serving");
+    if (issued && selfIssued)
+      this.keepRenewed("webhook", selfIssued, issued, (tls) => webhooks.useCertificate(tls));
+    this.deps.logger.info(
+      { port: webhooks.port, paths: webhooks.paths, certificate: issued ? "self-issued" : "given" },
+      "webhooks serving",
+    );
   }
 
   private async startMetrics(metrics: MetricsServing): Promise<void> {
     const secure = this.metricsSecure;
     const host = metrics.host ?? (secure || this.deps.options.inCluster ? undefined : "127.0.0.1");
+    const issued = secure ? await this.selfIssuedMetrics(metrics) : undefined;
     const server = new HealthServer({
       port: metrics.port ?? (secure ? DEFAULT_SECURE_METRICS_PORT : DEFAULT_METRICS_PORT),
       metrics: this.deps.metrics(),
       probes: false,
       ...(host ? { host } : {}),
-      ...(secure ? this.secureMetrics(metrics) : {}),
+      ...(secure ? this.secureMetrics(metrics, issued) : {}),
       onError: (error) => this.deps.logger.warn({ err: error }, "metrics server"),
     });
     await server.start();
     this.metricsServer = server;
+    if (issued && metrics.selfIssued)
+      this.keepRenewed("metrics", metrics.selfIssued, issued, (tls) => server.useCertificate(tls));
     this.deps.logger.info(
       { port: server.port, secure, ...(host ? { host } : {}) },
       secure ? "metrics serving (HTTPS, TokenReview + SubjectAccessReview)" : "metrics serving (plain HTTP)",
     );
   }
 
-  /** HTTPS with the mounted or a self-signed certificate, and only readers the API allows. */
+  /**
+   * Reads the shared Secret again every `renewCheckIntervalMs`: renews a certificate that expires
+   * soon (one replica wins the update, the others read it) and serves what changed, so a pod
+   * running for a year never serves an expired one. A failed check is logged and retried.
+   */
+  private keepRenewed(
+    purpose: string,
+    spec: SelfIssuedCertificate & { caBundles?: readonly CaBundleTarget[] },
+    current: ServingCertificate,
+    use: (tls: ServingCertificate) => unknown,
+  ): void {
+    let served = current.cert;
+    // One check at a time (the next is scheduled when one ends): a slow check must not hand back
+    // a certificate older than the one a later check already served.
+    const schedule = () => {
+      const timer = setTimeout(check, spec.renewCheckIntervalMs ?? DEFAULT_RENEW_CHECK_INTERVAL_MS);
+      timer.unref();
+      this.renewTimers.set(purpose, timer);
+    };
+    const check = () =>
+      ensureSelfIssuedCertificate(this.deps.client(), this.deps.operatorNamespace(), spec, this.deps.logger, {
+        purpose,
+      })
+        .then(
+          (tls) => {
+            if (tls.cert === served) return;
+            served = tls.cert;
+            use(tls);
+            this.deps.logger.info(
+              { secret: spec.secret },
+              `${purpose} certificate replaced by the renewed one`,
+            );
+          },
+          (error: unknown) =>
+            this.deps.logger.warn(
+              { err: error },
+              `${purpose} certificate: renewal check failed, retrying later`,
+            ),
+        )
+        .finally(() => {
+          if (this.renewTimers.has(purpose)) schedule();
+        });
+    schedule();
+  }
+
+  /**
+   * The metrics certificate issued from the CA in `selfIssued`'s Secret, when there is no mounted
+   * one; undefined when not asked for or not possible (then a self-signed one serves, as before).
+   */
+  private async selfIssuedMetrics(serving: MetricsServing): Promise<ServingCertificate | undefined> {
+    const mounted = serving.certDir && new CertificateFolder(serving.certDir, NO_HINT).hasFiles();
+    if (!this.metricsSecure || !serving.selfIssued || !this.deps.options.inCluster || mounted)
+      return undefined;
+    try {
+      return await ensureSelfIssuedCertificate(
+        this.deps.client(),
+        this.deps.operatorNamespace(),
+        serving.selfIssued,
+        this.deps.logger,
+        { purpose: "metrics" },
+      );
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, "metrics: serving a self-signed certificate instead");
+      return undefined;
+    }
+  }
+
+  /** HTTPS with the mounted, the self-issued or a self-signed certificate, and only readers the API allows. */
   private secureMetrics(
     serving: MetricsServing,
+    issued: ServingCertificate | undefined,
   ): Pick<
     ConstructorParameters<typeof HealthServer>[0] & object,
     "tls" | "authorizeMetrics" | "onCertificate"
@@ -163,12 +277,14 @@ export class ManagerServers {
     const { logger, metrics } = this.deps;
     const authorizer = new MetricsAuthorizer(this.deps.client(), serving.auth);
     return {
-      tls: serving.certDir
-        ? new CertificateFolder(serving.certDir, {
-            purpose: "metrics",
-            hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
-          })
-        : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
+      tls: issued
+        ? issued
+        : serving.certDir
+          ? new CertificateFolder(serving.certDir, {
+              purpose: "metrics",
+              hint: "mount the metrics serving certificate there, or unset METRICS_CERT_DIR for a self-signed one",
+            })
+          : selfSignedCertificate(["localhost", "127.0.0.1", hostname() || "kubeloop-metrics"]),
       onCertificate: (expiry) => metrics().certificateExpiry("metrics", expiry),
       authorizeMetrics: async (request) => {
         const access = await authorizer.check(

@@ -22,6 +22,7 @@ export {
   CERT_FILE,
   CertificateFolder,
   type CertificateFolderOptions,
+  certificateCurrent,
   expiryOf,
   KEY_FILE,
   type SecureContextTarget,

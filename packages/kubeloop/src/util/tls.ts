@@ -75,6 +75,11 @@ export class CertificateFolder {
     }
   }
 
+  /** Both files are there (a Secret mounted with `optional: true` may leave the folder empty). */
+  hasFiles(): boolean {
+    return existsSync(join(this.dir, CERT_FILE)) && existsSync(join(this.dir, KEY_FILE));
+  }
+
   /** The certificate last read (read it first). */
   get certificate(): ServingCertificate | undefined {
     return this.current;
@@ -110,4 +115,19 @@ export class CertificateFolder {
 /** When the first certificate of a PEM chain expires, in seconds since the epoch. Throws if it is not a certificate. */
 export function expiryOf(certPem: string): number {
   return Math.floor(new X509Certificate(certPem).validToDate.getTime() / 1000);
+}
+
+/**
+ * Whether a PEM certificate is valid for more than `marginMs` after `now` and names every one of
+ * `dnsNames`: what a keeper of a serving certificate checks before renewing it.
+ */
+export function certificateCurrent(
+  pem: string,
+  dnsNames: readonly string[],
+  now: number,
+  marginMs: number,
+): boolean {
+  const cert = new X509Certificate(pem);
+  const names = (cert.subjectAltName ?? "").split(", ").map((entry) => entry.replace(/^DNS:/, ""));
+  return Date.parse(cert.validTo) - now > marginMs && dnsNames.every((n) => names.includes(n));
 }

@@ -28,7 +28,7 @@ export type { AdmissionRequest, Converters, Defaulter, ValidationResult, Validat
 export interface WebhookServerOptions {
   /** Folder with `tls.crt` and `tls.key`; watched for changes. */
   certDir?: string;
-  /** Or the PEM itself (no reload). */
+  /** Or the PEM itself (no reload); with `certDir` too, served until the folder has both files. */
   cert?: string;
   key?: string;
   /** Default 9443 (controller-runtime's); 0 picks a free port. */
@@ -297,6 +297,17 @@ export class WebhookServer {
     return this.closing;
   }
 
+  /**
+   * Serves `tls` to new connections from now on (a renewed certificate), unless the certificate
+   * folder has files: a mounted certificate wins. True when it took it.
+   */
+  useCertificate(tls: ServingCertificate): boolean {
+    if (!this.server || this.certFolder?.hasFiles()) return false;
+    this.server.setSecureContext(tls);
+    this.reportExpiry(tls);
+    return true;
+  }
+
   /** New connections get the new certificate; open ones keep theirs until they close. */
   reloadIfChanged(): boolean {
     if (!this.certFolder || !this.server) return false;
@@ -306,9 +317,11 @@ export class WebhookServer {
   }
 
   private readTls(): ServingCertificate {
-    const tls = this.certFolder
-      ? this.certFolder.read()
-      : { cert: this.options.cert as string, key: this.options.key as string };
+    const given = this.options.cert && this.options.key;
+    const tls =
+      this.certFolder && !(given && !this.certFolder.hasFiles())
+        ? this.certFolder.read()
+        : { cert: this.options.cert as string, key: this.options.key as string };
     this.reportExpiry(tls);
     return tls;
   }
