@@ -170,7 +170,7 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
 
 /**
  * Recovery: every SampleDB Ready at its generation, all instances ready, on pods none of which is
- * `gone` (uids). `sawDegraded`: some status left Ready on the way (the operator saw the fault).
+ * `gone` (uids), as many as the SampleDBs' instances. `sawDegraded`: some status left Ready on the way (the operator saw the fault).
  */
 async function measure(fault, k, gone) {
   let sawDegraded = false;
@@ -178,7 +178,10 @@ async function measure(fault, k, gone) {
     async () => {
       const [state, pods] = await Promise.all([readState(k), dbPods(k)]);
       if (state.some((db) => !db.whole)) sawDegraded = true;
-      return state.every((db) => db.whole) && pods.every((p) => !gone.has(p.uid) && p.ready);
+      // Every instance back (a deleted pod's successor has its name, not its uid) and Ready.
+      const instances = state.reduce((sum, db) => sum + db.instances, 0);
+      const back = pods.length === instances && pods.every((p) => !gone.has(p.uid) && p.ready);
+      return back && state.every((db) => db.whole);
     },
     { timeoutMs: 300_000, intervalMs: 250 },
   );
@@ -190,6 +193,7 @@ async function readState(k) {
   return list.map((db) => ({
     name: db.metadata.name,
     primary: db.status?.primary,
+    instances: db.spec.instances,
     whole:
       db.status?.phase === "Ready" &&
       db.status?.readyInstances === db.spec.instances &&
