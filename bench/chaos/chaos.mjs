@@ -10,6 +10,9 @@
 // Real pods (root; the `node` profile): npm run chaos -- --real-pods [--nginxes 20 --repetitions 5
 // --settings 3,10,adaptive:3-10]: seed 003's pod-delete and node-stop on the nginx operator's
 // workload, per worker setting (real-pods.mjs); results in bench/chaos/results-real-pods.json.
+// With --workload sampledb [--sampledbs 2 --repetitions 3]: the same faults on SampleDB's PostgreSQL
+// (the primary's pod, its node), recovery from the SampleDB's status, acknowledged rows lost
+// (real-pods-sampledb.mjs); results in bench/chaos/results-real-pods-sampledb.json.
 // With --autopilot [--objects 100 --rate 6 --hold 30 --target 3]: instead, the sharded operator
 // scaled by its HPA on its own work rate under churn, up and down (autopilot.mjs); samples in
 // bench/chaos/results-autopilot.json, drawn into docs/autopilot.svg.
@@ -18,6 +21,7 @@ import { parseArgs } from "node:util";
 import { runAutopilot } from "./autopilot.mjs";
 import { startEnvironment } from "./harness.mjs";
 import { reportRealPods, runRealPods } from "./real-pods.mjs";
+import { reportRealPodsSampleDB, runRealPodsSampleDB } from "./real-pods-sampledb.mjs";
 import { median, runScenario, SCENARIOS } from "./scenarios.mjs";
 
 /** Runs the suite; resolves with one result per scenario (see the table in `report`). */
@@ -136,6 +140,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       out: { type: "string" },
       "real-pods": { type: "boolean", default: false },
       nginxes: { type: "string", default: "20" },
+      // --real-pods: nginx (default) or sampledb (real-pods-sampledb.mjs; 3 repetitions by default).
+      workload: { type: "string", default: "nginx" },
+      sampledbs: { type: "string", default: "2" },
       settings: { type: "string", default: "3,10,adaptive:3-10" },
       autopilot: { type: "boolean", default: false },
       objects: { type: "string", default: "100" },
@@ -158,17 +165,29 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(code);
   }
   if (values["real-pods"]) {
+    const workloads = {
+      nginx: [runRealPods, reportRealPods, { nginxes: Number(values.nginxes), repetitions: 5 }],
+      sampledb: [
+        runRealPodsSampleDB,
+        reportRealPodsSampleDB,
+        { sampledbs: Number(values.sampledbs), repetitions: 3 },
+      ],
+    };
+    if (!workloads[values.workload]) throw new Error(`--workload: nginx or sampledb, not ${values.workload}`);
+    const [run, table, defaults] = workloads[values.workload];
     const options = {
-      nginxes: Number(values.nginxes),
-      repetitions: Number(values.repetitions),
+      ...defaults,
+      ...(process.argv.includes("--repetitions") ? { repetitions: Number(values.repetitions) } : {}),
       settings: values.settings.split(",").map((s) => s.trim()),
     };
-    const results = await runRealPods({ ...options, log });
+    const results = await run({ ...options, log });
+    const file =
+      values.workload === "nginx" ? "results-real-pods.json" : `results-real-pods-${values.workload}.json`;
     writeFileSync(
-      values.out ?? new URL("./results-real-pods.json", import.meta.url).pathname,
+      values.out ?? new URL(`./${file}`, import.meta.url).pathname,
       `${JSON.stringify({ at: new Date().toISOString(), ...options, results }, null, 2)}\n`,
     );
-    console.log(`\n${reportRealPods(results, options)}`);
+    console.log(`\n${table(results, options)}`);
     process.exit(results.some((r) => r.lostUpdates > 0) ? 1 : 0);
   }
   const options = {

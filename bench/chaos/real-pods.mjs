@@ -204,7 +204,7 @@ async function waitWhole(state, gone, ms) {
   await waitFor(() => isWhole(state, gone), ms, "every Nginx Ready");
 }
 
-async function waitFor(check, ms, what) {
+export async function waitFor(check, ms, what) {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
@@ -212,7 +212,7 @@ async function waitFor(check, ms, what) {
   }
 }
 
-async function nodeReady(k, node) {
+export async function nodeReady(k, node) {
   const path = 'jsonpath={.status.conditions[?(@.type=="Ready")].status}';
   return (await k(["get", "node", node, "-o", path])) === "True";
 }
@@ -230,7 +230,7 @@ async function podsOn(k) {
 }
 
 /** The operator's CPU (% of one core): the mean over the run, and the peak second. */
-function cpuMeter(pid) {
+export function cpuMeter(pid) {
   let timer;
   let first;
   let last;

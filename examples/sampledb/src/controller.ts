@@ -1,4 +1,5 @@
 import { after, controller, done, NotFound, type ReconcileContext } from "kubeloop";
+import type { ControllerBuilder } from "kubeloop/controller";
 import { ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
 import {
   addFinalizer,
@@ -98,11 +99,20 @@ async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | 
   return hash;
 }
 
+/** WORKERS=<n> or adaptive:<min>-<max> (the chaos bench compares them); unset: the default. */
+function workers(builder: ControllerBuilder<SampleDBObject>, setting = "") {
+  const [, min, max] = /^adaptive:(\d+)-(\d+)$/.exec(setting) ?? [];
+  if (min && max) return builder.adaptiveConcurrency({ min: +min, max: +max });
+  if (!setting) return builder;
+  if (!/^\d+$/.test(setting)) throw new Error(`WORKERS: a number or adaptive:<min>-<max>, not ${setting}`);
+  return builder.concurrency(+setting);
+}
+
 /**
  * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
  * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
  */
-export const sampleDBController = controller(SampleDB)
+export const sampleDBController = workers(controller(SampleDB), process.env.WORKERS)
   .named(OPERATOR_NAME)
   .owns(StatefulSet)
   .owns(Service)

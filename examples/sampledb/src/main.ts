@@ -3,6 +3,7 @@
 // (the Manager reads the others itself: METRICS_SECURE, WATCH_NAMESPACE, POD_NAMESPACE, LOG_LEVEL):
 //   METRICS_PORT   (default 8080; 0 picks a free port; the Deployment sets 8443)
 //   PROBE_PORT     (default 8081)
+//   WORKERS=<n> or adaptive:<min>-<max>  reconcile workers (controller.ts)
 //   LEADER_ELECT=true  one active replica at a time (the Deployment runs two), its Lease in
 //                  POD_NAMESPACE
 // The PostgreSQL image each SampleDB runs is its `spec.image`: the operator's own image holds no
