@@ -28,6 +28,13 @@ const IDLE_TIMEOUT_MS = 10_000;
 /** The comment that marks a database as this object's: no other PgDatabase may take or drop it. */
 const MARKER_PREFIX = "pgdatabase:";
 
+/**
+ * A connection the server ends between two queries (a restart, `drop database … with (force)`)
+ * emits "error" outside any query; unheard, Node would end the operator. The next query on it
+ * fails and reports the error where the work can retry it.
+ */
+function ignoreIdleError(): void {}
+
 /** Pools per server and admin role (a changed password gets a new pool; the old one is ended). */
 export class Servers {
   private readonly pools = new Map<string, { pool: pg.Pool; password: string }>();
@@ -49,12 +56,16 @@ export class Servers {
     } catch (error) {
       throw classify(error, server);
     }
+    client.on("error", ignoreIdleError);
+    let broken: unknown;
     try {
       return await work(client);
     } catch (error) {
+      broken = error;
       throw classify(error, server);
     } finally {
-      client.release();
+      client.removeListener("error", ignoreIdleError);
+      client.release(broken instanceof Error ? broken : undefined); // a failed connection is not reused
     }
   }
 
@@ -71,6 +82,7 @@ export class Servers {
       database,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
+    client.on("error", ignoreIdleError);
     try {
       await client.connect();
       return await work(client);
@@ -96,6 +108,7 @@ export class Servers {
       database,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
+    client.on("error", ignoreIdleError);
     try {
       await client.connect();
       await client.query("select 1");
@@ -131,7 +144,7 @@ export class Servers {
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
     // A server restart breaks idle connections; the next checkout gets a fresh one.
-    pool.on("error", () => {});
+    pool.on("error", ignoreIdleError);
     this.pools.set(key, { pool, password: server.password });
     return pool;
   }
