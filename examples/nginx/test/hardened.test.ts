@@ -126,7 +126,7 @@ describe("nginx operator on a hardened cluster, as its ServiceAccount with the g
     );
   });
 
-  it("without update on nginxes/finalizers is refused the Deployment, and says why in Ready", async () => {
+  it("without update on nginxes/finalizers is refused its Deployment and Service, and says why in Ready", async () => {
     // The failure this grant prevents, reproduced: take the rule away from the running operator.
     await revokeRule({
       kubeconfig: plane.kubeconfigPath,
@@ -156,7 +156,11 @@ describe("nginx operator on a hardened cluster, as its ServiceAccount with the g
       60_000,
       "the Ready condition to report the refusal",
     );
-    expect(message).toContain(`deployments.apps "blocked" is forbidden: ${BLOCK_OWNER_DELETION_FORBIDDEN}`);
+    // Two controllers own the Nginx's children (the Deployment, the Service) and report into the
+    // same Ready condition: whichever was refused last says why.
+    expect(message).toMatch(/^(deployments\.apps|services) "blocked" is forbidden: /);
+    expect(message).toContain(BLOCK_OWNER_DELETION_FORBIDDEN);
     expect((await k(["-n", "web", "get", "deployment", "blocked"])).stderr).toContain("NotFound");
+    expect((await k(["-n", "web", "get", "service", "blocked"])).stderr).toContain("NotFound");
   });
 });
