@@ -10,6 +10,7 @@
 // Real pods (root; the `node` profile): npm run chaos -- --real-pods [--nginxes 20 --repetitions 5
 // --settings 3,10,adaptive:3-10]: seed 003's pod-delete and node-stop on the nginx operator's
 // workload, per worker setting (real-pods.mjs); results in bench/chaos/results-real-pods.json.
+// Both real-pod workloads fail on a lost update or on two overlapping reconciles of one key.
 // With --workload sampledb [--sampledbs 2 --repetitions 3]: the same faults on SampleDB's PostgreSQL
 // (the primary's pod, its node), recovery from the SampleDB's status, acknowledged rows lost
 // (real-pods-sampledb.mjs); results in bench/chaos/results-real-pods-sampledb.json.
@@ -188,7 +189,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       `${JSON.stringify({ at: new Date().toISOString(), ...options, results }, null, 2)}\n`,
     );
     console.log(`\n${table(results, options)}`);
-    process.exit(results.some((r) => r.lostUpdates > 0) ? 1 : 0);
+    const failed = results.filter((r) => r.lostUpdates > 0 || r.doubleReconciles > 0);
+    for (const r of failed)
+      console.log(
+        `FAILED, workers ${r.workers}: ${r.lostUpdates} lost, ${r.doubleReconciles} overlapping (${r.overlapping.join("; ")})`,
+      );
+    process.exit(failed.length ? 1 : 0);
   }
   const options = {
     widgets: Number(values.widgets),

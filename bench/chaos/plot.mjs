@@ -51,7 +51,7 @@ const slopes = replicas
   })
   .join(", ");
 parts.push(
-  `<text x="${margin.left}" y="24" font-size="16">kubeloop soak: ${esc(start?.minutes ?? "?")} min, ${esc(start?.widgets ?? "?")} Widgets, ${esc(start?.rate ?? "?")} spec changes/s, ${faults.length} faults</text>`,
+  `<text x="${margin.left}" y="24" font-size="16">kubeloop soak: ${esc(start?.minutes ?? "?")} min, ${esc(start?.title ?? `${start?.widgets ?? "?"} Widgets, ${start?.rate ?? "?"} spec changes/s`)}, ${faults.length} faults</text>`,
   `<text x="${margin.left}" y="44" fill="#444">heap slope after warm-up (longest process life, after its first quarter):</text>`,
   `<text x="${margin.left}" y="62" fill="#444">${esc(slopes)}${summary ? "" : " (run not finished)"}</text>`,
 );

@@ -8,12 +8,14 @@
 // force-deleted, as in the nginx run). Recovery: until every SampleDB's status is Ready with all
 // instances ready again, on pods that are none of those lost. Lost updates: acknowledged ids missing
 // from the primary once the writers are done. Per worker setting: recovery median and worst,
-// operator CPU (mean and peak 1 s), rows acknowledged and lost.
+// operator CPU (mean and peak 1 s), rows acknowledged and lost, and reconciles of one SampleDB
+// that overlapped (spans.mjs; none may).
 import { join } from "node:path";
 import { ControlPlane, deletePod, kubectl, readCrds, startOperator, stopNode } from "kubeloop/testing";
 import { World } from "../../examples/sampledb/test/world.ts";
 import { median } from "../stats.mjs";
 import { cpuMeter, nodeReady, waitFor } from "./real-pods.mjs";
+import { startReconcileJournal } from "./spans.mjs";
 
 const SAMPLEDB = join(import.meta.dirname, "../../examples/sampledb");
 const LABELS = "app.kubernetes.io/managed-by=sampledb-operator";
@@ -46,9 +48,11 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
   const ns = "chaos";
   const k = (args, input) => world.ok(["-n", ns, ...args], input);
   await plane.installCrdObjects(readCrds([join(SAMPLEDB, "config/crd/sampledbs.seed.example.com.yaml")]));
+  const journal = await startReconcileJournal();
   const operator = startOperator("src/main.ts", {
     cwd: SAMPLEDB,
     env: {
+      ...journal.env("operator"),
       KUBECONFIG: plane.kubeconfigPath,
       METRICS_PORT: "0",
       PROBE_PORT: "0",
@@ -152,6 +156,8 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
       }
     }
     const usage = cpu.stop();
+    const spans = await journal.finish();
+    log(`  ${spans.reconciles} reconciles, ${spans.doubleReconciles} overlapping`);
     const summary = (ms) => ({ medianMs: Math.round(median(ms)), worstMs: Math.max(...ms), all: ms });
     return {
       podDelete: summary(recoveries["pod-delete"]),
@@ -162,9 +168,11 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
       degradedSeen,
       acknowledged,
       lostUpdates: lost,
+      ...spans,
     };
   } finally {
     await operator.stop();
+    await journal.stop();
   }
 }
 
@@ -246,11 +254,11 @@ export function reportRealPodsSampleDB(results, { sampledbs, repetitions }) {
   return [
     `${sampledbs} SampleDBs of 2 PostgreSQL instances (synchronous replication) on 2 real nodes, a writer per SampleDB inserting throughout each fault; ${repetitions} repetitions per fault.`,
     "",
-    "| workers | primary pod-delete recovery, median / worst (s) | node-stop recovery, median / worst (s) | operator CPU, mean / peak 1 s (%) | rows acknowledged | rows lost |",
-    "|---|---|---|---|---|---|",
+    "| workers | primary pod-delete recovery, median / worst (s) | node-stop recovery, median / worst (s) | operator CPU, mean / peak 1 s (%) | rows acknowledged | rows lost | reconciles, overlapping |",
+    "|---|---|---|---|---|---|---|",
     ...results.map(
       (r) =>
-        `| ${r.workers} | ${s(r.podDelete.medianMs)} / ${s(r.podDelete.worstMs)} | ${s(r.nodeStop.medianMs)} / ${s(r.nodeStop.worstMs)} | ${r.cpuMeanPercent} / ${r.cpuPeakPercent} | ${r.acknowledged} | ${r.lostUpdates} |`,
+        `| ${r.workers} | ${s(r.podDelete.medianMs)} / ${s(r.podDelete.worstMs)} | ${s(r.nodeStop.medianMs)} / ${s(r.nodeStop.worstMs)} | ${r.cpuMeanPercent} / ${r.cpuPeakPercent} | ${r.acknowledged} | ${r.lostUpdates} | ${r.reconciles}, ${r.doubleReconciles} |`,
     ),
   ].join("\n");
 }

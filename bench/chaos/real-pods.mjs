@@ -9,11 +9,14 @@
 // probe is Ready at its generation with none of the deleted pods in its status, and the operator's
 // part of it (from every probe's new pod Ready to its Nginx's status Ready). Per worker setting
 // (3, 10, adaptive): recovery median and worst, operator CPU (mean and peak 1 s over the run) and
-// lost updates (an Nginx whose Deployment does not have its last replicas at the end).
+// lost updates (an Nginx whose Deployment does not have its last replicas at the end), and
+// double reconciles: two reconciles of one key that overlapped in time, from the operator's
+// reconcile spans (spans.mjs); the run fails on any.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ControlPlane, deletePod, kubectl, readCrds, startOperator, stopNode } from "kubeloop/testing";
 import { median, procStats } from "../stats.mjs";
+import { startReconcileJournal } from "./spans.mjs";
 
 const NGINX = join(import.meta.dirname, "../../examples/nginx");
 
@@ -36,64 +39,106 @@ export async function runRealPods({
   return results;
 }
 
-async function runSetting(plane, { workers, nginxes, repetitions, log }) {
-  const k = async (args, input) => {
+/** kubectl on the plane; throws with its stderr when it fails. */
+export function kubectlOn(plane) {
+  return async (args, input) => {
     const result = await kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
     if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${result.stderr}`);
     return result.stdout;
   };
+}
+
+/** The nginx image loaded, the CRD installed, the `chaos` namespace made; resolves with the image. */
+export async function prepareNginx(plane, k) {
   const image = await plane.loadBaseImage("nginx");
   await plane.installCrdObjects(readCrds([join(NGINX, "config/crd/nginxes.proxy.example.com.yaml")]));
-  const operator = startOperator("src/main.ts", {
+  await k(["create", "namespace", "chaos"]);
+  return image;
+}
+
+/** The nginx operator as a host process, as `npm start` runs it, with `env` on top. */
+export function startNginxOperator(plane, env) {
+  return startOperator("src/main.ts", {
     cwd: NGINX,
     env: {
       KUBECONFIG: plane.kubeconfigPath,
       ENABLE_WEBHOOKS: "false",
       METRICS_PORT: "0",
       PROBE_PORT: "0",
-      WORKERS: workers,
+      ...env,
     },
   });
+}
+
+/**
+ * `count` Nginx of 1 replica in `chaos`, half probes (even indexes), half written; resolves once
+ * every probe is Ready. `want` holds each Nginx's last written replicas; `state()` the probes'.
+ */
+export async function createNginxes(k, image, count) {
+  const names = Array.from({ length: count }, (_, i) => `web-${i}`);
+  const want = new Map(names.map((name) => [name, 1]));
+  const items = names.map((name) => ({
+    apiVersion: "proxy.example.com/v1",
+    kind: "Nginx",
+    metadata: { name, namespace: "chaos" },
+    spec: { replicas: 1, image },
+  }));
+  await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  const probes = new Set(names.filter((_, i) => i % 2 === 0));
+  const written = names.filter((name) => !probes.has(name));
+  const state = async () => (await readState(k)).filter((n) => probes.has(n.name));
+  await waitWhole(state, new Set(), 300_000);
+  return { names, want, probes, written, state };
+}
+
+/** The writer: every second, one written Nginx's replicas flips between 1 and 2. */
+export function startWriter(k, written, want) {
+  let writing = true;
+  let writes = 0;
+  const loop = (async () => {
+    for (let i = 0; writing; i++) {
+      const name = written[i % written.length];
+      const replicas = want.get(name) === 1 ? 2 : 1;
+      const patch = JSON.stringify({ spec: { replicas } });
+      await k(["-n", "chaos", "patch", "nginx", name, "--type=merge", "-p", patch]);
+      want.set(name, replicas);
+      writes++;
+      await sleep(1_000);
+    }
+  })();
+  return {
+    /** Stops writing; resolves with the count of writes. */
+    async stop() {
+      writing = false;
+      await loop;
+      return writes;
+    },
+  };
+}
+
+/** Lost updates: the Nginx whose Deployment does not hold its last written replicas, once settled. */
+export async function lostUpdates(k, names, want) {
+  await waitFor(
+    async () => (await readState(k)).every((n) => n.ready && n.current),
+    300_000,
+    "every Nginx Ready",
+  ).catch(() => {});
+  const deployments = JSON.parse(await k(["-n", "chaos", "get", "deployments", "-o", "json"])).items;
+  return names.filter(
+    (name) => deployments.find((d) => d.metadata.name === name)?.spec.replicas !== want.get(name),
+  );
+}
+
+async function runSetting(plane, { workers, nginxes, repetitions, log }) {
+  const k = kubectlOn(plane);
+  const image = await prepareNginx(plane, k);
+  const journal = await startReconcileJournal();
+  const operator = startNginxOperator(plane, { WORKERS: workers, ...journal.env("operator") });
   const cpu = cpuMeter(operator.process.pid);
   try {
-    await k(["create", "namespace", "chaos"]);
-    const names = Array.from({ length: nginxes }, (_, i) => `web-${i}`);
-    const want = new Map(names.map((name) => [name, 1]));
-    const items = names.map((name) => ({
-      apiVersion: "proxy.example.com/v1",
-      kind: "Nginx",
-      metadata: { name, namespace: "chaos" },
-      spec: { replicas: 1, image },
-    }));
-    await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
-    const probes = new Set(names.filter((_, i) => i % 2 === 0));
-    const written = names.filter((name) => !probes.has(name));
-    const state = async () => (await readState(k)).filter((n) => probes.has(n.name));
-    await waitWhole(state, new Set(), 300_000);
+    const { names, want, probes, written, state } = await createNginxes(k, image, nginxes);
     log("  all Ready");
-
-    // The writer: every second, one written Nginx's replicas flips between 1 and 2.
-    let writing = true;
-    let writes = 0;
-    const writer = (async () => {
-      for (let i = 0; writing; i++) {
-        const name = written[i % written.length];
-        const replicas = want.get(name) === 1 ? 2 : 1;
-        await k([
-          "-n",
-          "chaos",
-          "patch",
-          "nginx",
-          name,
-          "--type=merge",
-          "-p",
-          JSON.stringify({ spec: { replicas } }),
-        ]);
-        want.set(name, replicas);
-        writes++;
-        await sleep(1_000);
-      }
-    })();
+    const writer = startWriter(k, written, want);
 
     const recoveries = { "pod-delete": [], "node-stop": [] };
     const lags = { "pod-delete": [], "node-stop": [] };
@@ -137,18 +182,10 @@ async function runSetting(plane, { workers, nginxes, repetitions, log }) {
       await waitFor(() => nodeReady(k, node), 90_000, `${node} Ready`);
     }
     const usage = cpu.stop();
-    writing = false;
-    await writer;
-    // Lost updates: an Nginx whose Deployment does not hold its last written replicas, once settled.
-    await waitFor(
-      async () => (await readState(k)).every((n) => n.ready && n.current),
-      300_000,
-      "every Nginx Ready",
-    ).catch(() => {});
-    const deployments = JSON.parse(await k(["-n", "chaos", "get", "deployments", "-o", "json"])).items;
-    const lost = names.filter(
-      (name) => deployments.find((d) => d.metadata.name === name)?.spec.replicas !== want.get(name),
-    );
+    const writes = await writer.stop();
+    const lost = await lostUpdates(k, names, want);
+    const spans = await journal.finish();
+    log(`  ${spans.reconciles} reconciles, ${spans.doubleReconciles} overlapping`);
     const summary = (ms) => ({ medianMs: Math.round(median(ms)), worstMs: Math.max(...ms), all: ms });
     return {
       podDelete: summary(recoveries["pod-delete"]),
@@ -158,9 +195,11 @@ async function runSetting(plane, { workers, nginxes, repetitions, log }) {
       cpuPeakPercent: usage.peak,
       writes,
       lostUpdates: lost.length,
+      ...spans,
     };
   } finally {
     await operator.stop();
+    await journal.stop();
   }
 }
 
@@ -185,7 +224,7 @@ async function measure(fault, k, probes, gone, state) {
   return { ms: recovery.ms, recoveredAt: recovery.recoveredAt, lagMs: recovery.recoveredAt - podsReadyAt };
 }
 
-async function readState(k) {
+export async function readState(k) {
   const list = JSON.parse(await k(["-n", "chaos", "get", "nginxes", "-o", "json"])).items;
   return list.map((n) => ({
     name: n.metadata.name,
@@ -196,7 +235,7 @@ async function readState(k) {
 }
 
 /** Every Nginx Ready at its generation, and none names a pod of `gone` in its status. */
-async function isWhole(state, gone) {
+export async function isWhole(state, gone) {
   return (await state()).every((n) => n.ready && n.current && !n.pods.some((pod) => gone.has(pod)));
 }
 
@@ -217,7 +256,7 @@ export async function nodeReady(k, node) {
   return (await k(["get", "node", node, "-o", path])) === "True";
 }
 
-async function podsOn(k) {
+export async function podsOn(k) {
   const pods = JSON.parse(await k(["-n", "chaos", "get", "pods", "-o", "json"])).items;
   return pods
     .filter((p) => !p.metadata.deletionTimestamp)
@@ -260,11 +299,11 @@ export function reportRealPods(results, { nginxes, repetitions }) {
   return [
     `${nginxes} Nginx on 2 real nodes (half probes of 1 pod, half with replicas changed once a second throughout); ${repetitions} repetitions per fault.`,
     "",
-    "| workers | pod-delete recovery, median / worst (s) | node-stop recovery, median / worst (s) | the operator's part, median / worst (s) | operator CPU, mean / peak 1 s (%) | spec writes | updates lost |",
-    "|---|---|---|---|---|---|---|",
+    "| workers | pod-delete recovery, median / worst (s) | node-stop recovery, median / worst (s) | the operator's part, median / worst (s) | operator CPU, mean / peak 1 s (%) | spec writes | updates lost | reconciles, overlapping |",
+    "|---|---|---|---|---|---|---|---|",
     ...results.map(
       (r) =>
-        `| ${r.workers} | ${s(r.podDelete.medianMs)} / ${s(r.podDelete.worstMs)} | ${s(r.nodeStop.medianMs)} / ${s(r.nodeStop.worstMs)} | ${s(r.operatorLag.medianMs)} / ${s(r.operatorLag.worstMs)} | ${r.cpuMeanPercent} / ${r.cpuPeakPercent} | ${r.writes} | ${r.lostUpdates} |`,
+        `| ${r.workers} | ${s(r.podDelete.medianMs)} / ${s(r.podDelete.worstMs)} | ${s(r.nodeStop.medianMs)} / ${s(r.nodeStop.worstMs)} | ${s(r.operatorLag.medianMs)} / ${s(r.operatorLag.worstMs)} | ${r.cpuMeanPercent} / ${r.cpuPeakPercent} | ${r.writes} | ${r.lostUpdates} | ${r.reconciles}, ${r.doubleReconciles} |`,
     ),
   ].join("\n");
 }

@@ -9,6 +9,8 @@
 // ever held more than the live objects, then checks that no update was lost. plot.mjs draws it.
 //
 // Run: npm run soak -- --minutes 60 [--widgets 300 --rate 10 --fault-every 120 --out soak.jsonl]
+// On real pods: npm run soak -- --real-pods --minutes 10 [--nginxes 20 --fault-every 60]: pods and
+// nodes faulted on a schedule instead (soak-real-pods.mjs); the same JSONL, drawn by plot.mjs.
 
 import { createWriteStream } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -26,12 +28,28 @@ const { values } = parseArgs({
     rate: { type: "string", default: "10" },
     "fault-every": { type: "string", default: "120" },
     out: { type: "string", default: "soak.jsonl" },
+    // Real pods (root; the `node` profile): the nginx operator on 2 real nodes (soak-real-pods.mjs).
+    "real-pods": { type: "boolean", default: false },
+    nginxes: { type: "string", default: "20" },
   },
 });
 const minutes = Number(values.minutes);
 const faultEveryMs = Number(values["fault-every"]) * 1000;
 if (!(minutes > 0)) throw new Error(`--minutes must be a positive number, got ${values.minutes}`);
 const log = (line) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+if (values["real-pods"]) {
+  const { runSoakRealPods } = await import("./soak-real-pods.mjs");
+  const code = await runSoakRealPods({
+    minutes,
+    nginxes: Number(values.nginxes),
+    // A real node's fault takes up to a minute and a half (node-stop): one a minute by default.
+    faultEveryMs: process.argv.includes("--fault-every") ? faultEveryMs : 60_000,
+    out: values.out,
+    log,
+  });
+  process.exit(code);
+}
 
 const out = createWriteStream(values.out);
 const write = (record) => out.write(`${JSON.stringify(record)}\n`);

@@ -48,7 +48,13 @@ export class SpanJournal {
   private server: Server | undefined;
   private port = 0;
 
-  constructor(private readonly host: string) {}
+  // A plain field, not a parameter property: the bench scripts import this file with Node's type
+  // stripping, which does not rewrite parameter properties.
+  private readonly host: string;
+
+  constructor(host: string) {
+    this.host = host;
+  }
 
   get endpoint(): string {
     return `http://${this.host}:${this.port}`;
