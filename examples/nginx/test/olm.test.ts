@@ -167,7 +167,30 @@ spec:
       60_000,
       "OLM to remove the replaced CSV",
     );
-    const scaled = await c.scale("web", 3);
+    // OLM rolls the operator's Deployment to 0.2.0 and issues the new CSV a certificate: the
+    // webhook configuration names the new CA at once, while the mounted Secret reaches running pods
+    // only at the kubelet's next sync (up to a minute), when the manager reloads it. Calls fail
+    // with "unknown authority" until then; the figure printed is how long.
+    const rolled = await k([
+      "-n",
+      olm.globalNamespace,
+      "rollout",
+      "status",
+      "deployment/nginx-operator",
+      "--timeout=180s",
+    ]);
+    expect(rolled.code, rolled.stderr).toBe(0);
+    const rotating = Date.now();
+    let scaled = await c.scale("web", 3);
+    while (
+      scaled.code !== 0 &&
+      scaled.stderr.includes("unknown authority") &&
+      Date.now() - rotating < 150_000
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      scaled = await c.scale("web", 3);
+    }
+    console.log(`rollout done → webhooks answering with the new certificate: ${seconds(rotating)} s`);
     expect(scaled.code, scaled.stderr).toBe(0);
     await c.wait(
       async () => (await jsonpath(["-n", "site", "get", "deployment", "web"], "{.spec.replicas}")) === "3",
@@ -179,5 +202,5 @@ spec:
       "{.spec.template.spec.containers[0].image}",
     );
     expect(images).toBe(image("nginx-operator", "0.2.0"));
-  }, 300_000);
+  }, 480_000);
 });
