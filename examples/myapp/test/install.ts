@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type ControlPlane, defaultAssetsRoot, kubectl } from "kubeloop/testing";
+import { type ControlPlane, kubectl, locateBinary } from "kubeloop/testing";
 import { root } from "./operator.ts";
 
 // The two other ways users install the operator: the generated Helm chart, and `kubectl apply -k`
@@ -14,7 +14,7 @@ export const CRD = "myapps.apps.example.com";
 
 /** `helm …` against `plane`; its stdout, or an error with its stderr. */
 export async function helm(plane: ControlPlane, ...args: string[]): Promise<string> {
-  const binary = join(defaultAssetsRoot(), "helm-v3.22.0/helm");
+  const binary = locateBinary("helm")?.path ?? "helm";
   const { stdout } = await execAsync(binary, args, {
     cwd: root,
     env: { ...process.env, KUBECONFIG: plane.kubeconfigPath },

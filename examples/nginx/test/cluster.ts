@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ControlPlane, type KubectlResult, kubectl, pollUntil } from "kubeloop/testing";
+import { ControlPlane, type KubectlResult, kubectl, locateBinary, pollUntil } from "kubeloop/testing";
 import { expect } from "vitest";
 import { root } from "./operator.ts";
 
@@ -10,7 +10,8 @@ import { root } from "./operator.ts";
 
 export const NS = "nginx-operator-system";
 export const cli = join(root, "../../packages/kubeloop/dist/cli/main.js");
-export const helmBinary = join(process.env.HOME ?? "/root", ".cache/kubeloop/helm-v3.22.0/helm");
+/** The helm the asset cache built (`npm run assets`): the version kubeloop pins, found where kubeloop keeps it. */
+export const helmBinary = locateBinary("helm")?.path ?? "helm";
 const platform = process.arch === "arm64" ? "linux/arm64" : "linux/amd64";
 const run = promisify(execFile);
 

@@ -3,7 +3,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { defaultAssetsRoot, kubectl, pollUntil } from "kubeloop/testing";
+import { kubectl, locateBinary, pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { World } from "./world.ts";
 
@@ -30,7 +30,7 @@ const kubeloop = (args: string[]) =>
   });
 
 const helm = (...args: string[]) =>
-  run(join(defaultAssetsRoot(), "helm-v3.22.0/helm"), args, {
+  run(locateBinary("helm")?.path ?? "helm", args, {
     cwd: root,
     env: { ...process.env, KUBECONFIG: world.plane.kubeconfigPath },
     timeout: 300_000,
