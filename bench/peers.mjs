@@ -274,12 +274,15 @@ class Proc {
     const at = performance.now();
     this.lines.push({ text, at });
     if (text.startsWith("STATS "))
-      this.stats = Object.fromEntries(
-        text
-          .slice(6)
-          .split(" ")
-          .map((kv) => [kv.split("=")[0], Number(kv.split("=")[1])]),
-      );
+      this.stats = {
+        ...this.stats, // the breakdown comes on every fifth line; keep the last one seen
+        ...Object.fromEntries(
+          text
+            .slice(6)
+            .split(" ")
+            .map((kv) => [kv.split("=")[0], Number(kv.split("=")[1])]),
+        ),
+      };
     for (const waiter of [...this.waiters]) {
       if (waiter.match(text)) {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
