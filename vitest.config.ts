@@ -7,6 +7,7 @@ export default defineConfig({
       "examples/*/test/**/*.test.ts",
       "bench/**/*.test.ts",
       "docs/test/**/*.test.ts",
+      "scripts/**/*.test.ts",
     ],
     // Minutes long: `npm run chaos -- --real-pods --autopilot` runs them (bench/chaos/vitest.autopilot.config.ts);
     // autopilot-short.test.ts is the suite's form.
