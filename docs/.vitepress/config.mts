@@ -64,6 +64,7 @@ export default defineConfig({
           { text: "Reliability", link: "/reliability" },
           { text: "Compatibility", link: "/compatibility" },
           { text: "Shipping", link: "/shipping" },
+          { text: "Releases and upgrades", link: "/releases" },
           { text: "Performance", link: "/performance" },
           { text: "The control plane for tests", link: "/control-plane" },
           { text: "Maturity", link: "/maturity" },

@@ -7,6 +7,7 @@ import { kubeloopResolvesFrom, regenerate } from "./regenerate.js";
 import { apiFiles, WEBHOOK_PARTS, type WebhookPart } from "./scaffold/api.js";
 import { apiNames } from "./scaffold/names.js";
 import { INDEX_MODULES } from "./scaffold/project.js";
+import { recordApi } from "./scaffold/record.js";
 import { addExport, writeNewFiles } from "./scaffold/write.js";
 
 /**
@@ -93,6 +94,13 @@ async function createApi(argv: string[]): Promise<number> {
   recordModules(root, {
     controllers: project.controllers ? undefined : INDEX_MODULES.controllers,
     webhooks: scaffold.exports.webhooks && !project.webhooks ? INDEX_MODULES.webhooks : undefined,
+  });
+  recordApi(root, {
+    group: values.group ?? "",
+    version: values.version ?? "",
+    kind: values.kind ?? "",
+    namespaced: values.namespaced === "true",
+    webhooks,
   });
   if (kubeloopResolvesFrom(root)) {
     console.log("Generating config/ …");

@@ -12,6 +12,7 @@ import { initCommand } from "./init.js";
 import { installCommand, uninstallCommand } from "./install.js";
 import { migrateCommand } from "./migrate.js";
 import { runCommand } from "./run.js";
+import { upgradeCommand } from "./upgrade/index.js";
 
 const USAGE = `kubeloop — the Kubernetes operator framework for TypeScript
 
@@ -29,6 +30,7 @@ Usage:
   kubeloop generate [--check]  write config/ (CRDs, RBAC, manifests), the Helm chart and the OLM bundle
   kubeloop generate types <crd.yaml|URL|name> [--out F]  TypeScript types and a resourceType per served version
   kubeloop check [--live]      scorecard-like checks: CRD schemas, RBAC; with --live owner references and cleanup
+  kubeloop upgrade [--to V]    merge a newer kubeloop's scaffold into the project (3-way, on a git branch)
   kubeloop assets build        build the control-plane binaries (cached by version)
   kubeloop assets where        print where each binary comes from
 
@@ -63,6 +65,8 @@ async function main(argv: string[]): Promise<number> {
       return checkCommand(rest);
     case "migrate":
       return migrateCommand(rest);
+    case "upgrade":
+      return upgradeCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -65,6 +65,7 @@ interface ProjectSection {
   runbooks?: string;
   sharding?: string;
   autoscale?: string;
+  scaffold?: unknown;
 }
 
 const FIELDS = new Set([
@@ -82,6 +83,7 @@ const FIELDS = new Set([
   "runbooks",
   "sharding",
   "autoscale",
+  "scaffold",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -98,6 +100,12 @@ export function loadProject(cwd: string = process.cwd()): Project {
       throw new CliError(
         `${join(root, "package.json")}: unknown field "kubeloop.${key}" (known: ${[...FIELDS].join(", ")})`,
       );
+    }
+    // What made the project (`kubeloop upgrade` reads it): scaffold/record.ts checks its fields.
+    if (key === "scaffold") {
+      if (typeof section.scaffold !== "object" || section.scaffold === null)
+        throw new CliError(`${join(root, "package.json")}: "kubeloop.scaffold" must be an object`);
+      continue;
     }
     // Lists: the namespaces watched, and the Debian packages `kubeloop build` adds to the image.
     if (key === "namespaces" || key === "imagePackages") {

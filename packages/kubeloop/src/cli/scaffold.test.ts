@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { apiNames } from "./scaffold/names.js";
+import { KUBELOOP_VERSION } from "./scaffold/versions.js";
 
 // What a newcomer meets before any cluster is involved: the files `init` and `create api` write,
 // and the errors for bad names, existing kinds, running outside a project, no cluster, a taken port.
@@ -83,6 +84,7 @@ describe("kubeloop init", () => {
       "vitest.config.ts",
       ".gitignore",
       "README.md",
+      "AGENTS.md",
       "src/main.ts",
       "src/resources.ts",
       "src/controllers.ts",
@@ -119,7 +121,12 @@ describe("kubeloop init", () => {
       controllers: "src/controllers.ts",
       image: "shipyard:dev",
       namespace: "shipyard-system",
+      // What made the project, for `kubeloop upgrade`.
+      scaffold: { version: KUBELOOP_VERSION, init: { name: "shipyard", domain: "example.org" }, apis: [] },
     });
+    // The project is its owner's: no licence chosen for them, the field left for them to set.
+    expect(json.license).toBe("UNLICENSED");
+    expect(readFileSync(join(project, "AGENTS.md"), "utf8")).toContain("## Do not edit by hand");
     expect(json.dependencies.kubeloop).toMatch(/^\^\d+\.\d+\.\d+$/);
     const readme = readFileSync(join(project, "README.md"), "utf8");
     expect(readme).toMatch(/^# shipyard\n\n```sh\nnpm run run {3}# .*\nnpm test {6}# /);
@@ -199,6 +206,18 @@ describe("kubeloop create api", () => {
     expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).kubeloop.webhooks).toBe(
       "src/webhooks.ts",
     );
+    // Each create api, in order, in the record `kubeloop upgrade` replays.
+    expect(JSON.parse(readFileSync(join(project, "package.json"), "utf8")).kubeloop.scaffold.apis).toEqual([
+      { group: "ship", version: "v1", kind: "Widget", namespaced: true, webhooks: [] },
+      { group: "ship", version: "v1", kind: "Anchor", namespaced: true, webhooks: [] },
+      {
+        group: "ship",
+        version: "v1alpha1",
+        kind: "Dock",
+        namespaced: false,
+        webhooks: ["default", "validate"],
+      },
+    ]);
   });
 
   it("writes what biome accepts as formatted and lint-free", () => {

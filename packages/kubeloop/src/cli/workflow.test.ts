@@ -11,11 +11,12 @@ import {
 } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until as pollFor } from "../../test/helpers.js";
 import { type NpmRegistry, packAt, startNpmRegistry } from "../../test/npm-registry.js";
 import { processesMentioning } from "../../test/processes.js";
+import { developerShell } from "../../test/shell.js";
 import { defaultAssetsRoot } from "../testing/index.js";
 import { kubectl } from "../testing/kubectl.js";
 import { readLayout } from "./image/index.js";
@@ -36,14 +37,8 @@ const tmp = mkdtempSync(join(tmpdir(), "kubeloop-workflow-"));
 const project = join(tmp, "demo-operator");
 const clusterDir = join(project, ".kubeloop/cluster");
 const kubeconfig = join(clusterDir, "kubeconfig");
-// Node 24 first on the PATH: npm and the project's scripts run on it, as on a developer's machine.
-const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`;
 /** The environment of a developer's shell: none of this test runner's variables. */
-const shell = Object.fromEntries(
-  Object.entries({ ...process.env, PATH, NO_COLOR: "1" }).filter(
-    ([key]) => !/^(VITEST|KUBECONFIG$|FORCE_COLOR$)/.test(key),
-  ),
-) as Record<string, string>;
+const shell = developerShell();
 
 const timings: Record<string, number> = {};
 let registry: NpmRegistry | undefined;

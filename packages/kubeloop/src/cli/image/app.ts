@@ -3,6 +3,7 @@ import { dirname, extname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile, Plugin } from "esbuild";
 import { CliError } from "../errors.js";
+import { LICENSES_FILE, licensesText, packageLicenses } from "./licenses.js";
 import type { TarEntry } from "./tar.js";
 
 /**
@@ -50,6 +51,8 @@ export interface AppBuild {
   external: ExternalPackage[];
   /** Whether any shipped package holds compiled code (then the image is for the build machine's architecture only). */
   native: boolean;
+  /** THIRD-PARTY-LICENSES.txt: the licences of every bundled and shipped package (licenses.ts). */
+  licenses: string;
 }
 
 const CODE_FILE =
@@ -135,14 +138,20 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
       seen.add(pkg.path);
       files.push(...packageFiles(join(lockRoot, pkg.path), `${APP_DIR}/node_modules/${pkg.name}`));
     }
-    const bundled = [...kept.keys()]
-      .map((dir) => describe(dir, lockRoot))
-      .filter((p) => p.path !== relative(lockRoot, root));
+    const bundled = uniqueByPath(
+      [...kept.keys()]
+        .map((dir) => describe(dir, lockRoot))
+        .filter((p) => p.path !== relative(lockRoot, root)),
+    );
+    const licenses = licensesText(packageLicenses([...bundled, ...shipped], lockRoot));
+    const data = new TextEncoder().encode(licenses);
+    files.push({ path: `${APP_DIR}/${LICENSES_FILE}`, type: "file", mode: 0o444, data });
     return {
       files,
-      bundled: uniqueByPath(bundled),
+      bundled,
       external: [...external.values()],
       native: shipped.some((p) => isNative(join(lockRoot, p.path))),
+      licenses,
     };
   }
 }

@@ -94,7 +94,10 @@ export async function buildCommand(argv: string[]): Promise<number> {
     values.sbom ?? (values.tarball ? `${values.tarball.replace(/\.tar$/, "")}.spdx.json` : undefined);
   if (sbomFile) {
     writeFileSync(sbomFile, sbom);
-    console.error(`wrote the SBOM to ${resolve(sbomFile)}`);
+    // The licences of what the SBOM lists, beside it (the image holds them too, in /app).
+    const licensesFile = sbomFile.replace(/(\.spdx)?\.json$/, "") + ".licenses.txt";
+    writeFileSync(licensesFile, image.app.licenses);
+    console.error(`wrote the SBOM to ${resolve(sbomFile)} and the licences to ${resolve(licensesFile)}`);
   }
   if (values.push) console.error(`pushed ${await pushImage(image, values.push, values["plain-http"])}`);
   if (values.load) {

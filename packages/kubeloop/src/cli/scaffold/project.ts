@@ -1,5 +1,7 @@
+import { agentsMd } from "./agents.js";
 import { E2E_CONFIG, E2E_CONFIG_PATH, E2E_TEST, E2E_TEST_PATH } from "./e2e.js";
-import { projectDependencies } from "./versions.js";
+import { newRecord } from "./record.js";
+import { KUBELOOP_VERSION, projectDependencies } from "./versions.js";
 
 /**
  * The files `kubeloop init` writes: a project that type-checks, tests on a real API server and
@@ -32,6 +34,7 @@ export function projectFiles(options: ProjectOptions): Map<string, string> {
     ["vitest.config.ts", VITEST_CONFIG],
     [".gitignore", GITIGNORE],
     ["README.md", readme(options)],
+    ["AGENTS.md", agentsMd(options)],
     ["src/main.ts", mainTs(options)],
     [INDEX_MODULES.resources, RESOURCES_INDEX],
     [INDEX_MODULES.controllers, CONTROLLERS_INDEX],
@@ -52,6 +55,9 @@ function packageJson({ name, domain, kubeloopSpec }: ProjectOptions): string {
     name,
     version: "0.1.0",
     private: true,
+    // The project is its owner's: no licence is chosen for them. UNLICENSED is npm's word for "no
+    // rights granted" (licence scanners read a missing field as unknown); set an SPDX id to open it.
+    license: "UNLICENSED",
     type: "module",
     description: `${name}: a Kubernetes operator built with kubeloop`,
     engines: { node: ">=22.19" },
@@ -72,6 +78,8 @@ function packageJson({ name, domain, kubeloopSpec }: ProjectOptions): string {
       controllers: INDEX_MODULES.controllers,
       image: `${name}:dev`,
       namespace: `${name}-system`,
+      // What made this project, so `kubeloop upgrade` can make it again (scaffold/record.ts).
+      scaffold: newRecord(KUBELOOP_VERSION, name, domain),
     },
     ...projectDependencies(kubeloopSpec),
   };
@@ -123,9 +131,10 @@ const GITIGNORE = `node_modules/
 # The local cluster of \`npm run cluster\` / \`kubeloop run\`: certificates, etcd data, logs.
 .kubeloop/
 *.log
-# \`npm run build:image\`: the image and its SBOM.
+# \`npm run build:image\`: the image, its SBOM and the licences of what it bundles.
 image.tar
 image.spdx.json
+image.licenses.txt
 `;
 
 function readme({ name, domain }: ProjectOptions): string {
@@ -214,6 +223,7 @@ function mainTs({ name }: ProjectOptions): string {
 // Webhooks listen on $WEBHOOK_PORT (9443) with the certificate in $WEBHOOK_CERT_DIR.
 import { parseArgs } from "node:util";
 import { Manager } from "kubeloop";
+import { isWebhookDefinition } from "kubeloop/webhook";
 import * as controllers from "./controllers.ts";
 import * as webhooks from "./webhooks.ts";
 
@@ -236,7 +246,8 @@ const manager = new Manager({
   leaderElection: values["leader-elect"] ? { id: LEADER_ELECTION_ID } : false,
 });
 for (const controller of Object.values(controllers)) manager.add(controller);
-manager.addWebhooks(...Object.values(webhooks));
+// (filtered: with no webhooks yet, the module's namespace is empty and its values are unknown)
+manager.addWebhooks(...Object.values(webhooks).filter(isWebhookDefinition));
 // Runs until SIGTERM or SIGINT, then finishes the reconciles in flight.
 await manager.start();
 `;
@@ -268,6 +279,7 @@ import {
   localWebhookServing,
   readManifests,
 } from "kubeloop/testing";
+import { isWebhookDefinition } from "kubeloop/webhook";
 import * as controllers from "../src/controllers.ts";
 import * as webhooks from "../src/webhooks.ts";
 
@@ -291,7 +303,7 @@ const root = join(import.meta.dirname, "..");
 
 export async function startEnvironment(): Promise<Environment> {
   const plane = await new ControlPlane({ profile: "apiserver" }).start();
-  const definitions = Object.values(webhooks);
+  const definitions = Object.values(webhooks).filter(isWebhookDefinition);
   const serving = definitions.length > 0 ? await localWebhookServing() : undefined;
   const dirs = [join(root, "config/crd"), join(root, "config/webhook")].filter((dir) => existsSync(dir));
   const manifests = readManifests(dirs) as KubeObject[];
