@@ -268,6 +268,27 @@ describe("kubeloop create api", () => {
     );
   });
 
+  it("upgrade: has nothing to do at the same version, and says how to write a missing scaffold record", () => {
+    const same = kubeloop(project, ["upgrade"]);
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stdout).toContain(
+      `has the scaffold of kubeloop ${KUBELOOP_VERSION} already: nothing to upgrade`,
+    );
+    const file = join(project, "package.json");
+    const text = readFileSync(file, "utf8");
+    const json = JSON.parse(text);
+    delete json.kubeloop.scaffold;
+    writeFileSync(file, JSON.stringify(json, null, 2));
+    try {
+      const missing = kubeloop(project, ["upgrade"]);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('package.json: there is no "kubeloop.scaffold"');
+      expect(missing.stderr).toContain('add it by hand, e.g. "scaffold": { "version":');
+    } finally {
+      writeFileSync(file, text);
+    }
+  });
+
   it("says how to start a project when run outside one", () => {
     const outside = mkdtempSync(join(tmp, "outside-"));
     for (const args of [

@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BundledPackage } from "./app.js";
 
 /**
  * The licences of the third-party code an image holds, which most licences (MIT, ISC, BSD,
@@ -23,8 +22,16 @@ export interface PackageLicense {
   files: { name: string; text: string }[];
 }
 
+/** A package in the image (app.ts's BundledPackage): its folder relative to the lockfile's. */
+interface ImagePackage {
+  name: string;
+  version: string;
+  path: string;
+  license?: string;
+}
+
 /** Each package's licence, once per name and version, sorted. */
-export function packageLicenses(packages: readonly BundledPackage[], lockRoot: string): PackageLicense[] {
+export function packageLicenses(packages: readonly ImagePackage[], lockRoot: string): PackageLicense[] {
   const seen = new Map<string, PackageLicense>();
   for (const pkg of packages) {
     const key = `${pkg.name}@${pkg.version}`;

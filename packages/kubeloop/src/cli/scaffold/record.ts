@@ -49,7 +49,7 @@ export function readRecord(root: string): ScaffoldRecord {
   if (problem) {
     throw new CliError(
       `${file}: ${problem}. \`kubeloop upgrade\` re-makes the scaffold from "kubeloop.scaffold", which ` +
-        "`kubeloop init` writes (since 0.1.0): add it by hand, e.g. " +
+        "`kubeloop init` writes; for a project made before it did, add it by hand, e.g. " +
         '"scaffold": { "version": "<the kubeloop version that made the project>", "init": { "name": "<name>", ' +
         '"domain": "<domain>" }, "apis": [{ "group": "ship", "version": "v1", "kind": "Widget", ' +
         '"namespaced": true, "webhooks": [] }] } — one entry per `kubeloop create api` you ran',
