@@ -114,8 +114,8 @@ export function addNote(root, bump, summary) {
   const slug = summary
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-|-$/g, "")
-    .slice(0, 48);
+    .slice(0, 48)
+    .replace(/^-+|-+$/g, "");
   const dir = join(root, ".changeset");
   mkdirSync(dir, { recursive: true });
   let file = `${slug || "change"}.md`;
