@@ -178,6 +178,7 @@ and the tests pick them up.
 | \`npm run cluster\` | starts a local cluster (API server, controller manager, scheduler, fake nodes) in the background; \`npx kubeloop cluster stop\` stops it |
 | \`npx kubeloop install\` / \`uninstall\` | the CRDs on the current cluster (\`uninstall\` refuses while objects of them exist, unless \`--force\`) |
 | \`npx kubeloop deploy --image IMAGE\` / \`undeploy\` | the whole operator (CRDs, RBAC, namespace, Deployment) on the current cluster |
+| \`npx kubeloop@latest upgrade\` | takes a newer kubeloop's changes to these files: a 3-way merge with your edits on a new git branch (conflicts marked and listed), then \`config/\` regenerated |
 
 Settings of \`src/main.ts\` (flag or environment): \`--metrics-port\`/\`METRICS_PORT\` (8080),
 \`--probe-port\`/\`PROBE_PORT\` (8081), \`--leader-elect\`/\`LEADER_ELECT=true\`. In a cluster,
