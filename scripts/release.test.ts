@@ -69,6 +69,16 @@ describe("change notes against the API reports (npm run lint:changes)", () => {
     expect(check.code, check.output).toBe(0);
   });
 
+  it("writes no note for an unknown bump or an empty summary, and says why", () => {
+    const typo = npm("change", "--", "majr", "Something");
+    expect(typo.code).toBe(1);
+    expect(typo.output).toContain('the bump is one of patch, minor, major, not "majr"');
+    const empty = npm("change", "--", "minor");
+    expect(empty.code).toBe(1);
+    expect(empty.output).toContain('say what changed: npm run change -- BUMP "summary"');
+    expect(notes()).toEqual([]);
+  });
+
   it("fails on an addition with no note, saying which note to write", () => {
     // API Extractor writes its reports with CRLF line ends.
     editReport("queue.api.md", (text) =>
