@@ -1,3 +1,4 @@
+import { prepareRules, UnsupportedRule } from "../../resources/cel/validator.js";
 import { clone } from "./clone.js";
 import type { FieldError } from "./errors.js";
 import { NotEmulated } from "./errors.js";
@@ -5,8 +6,8 @@ import { NotEmulated } from "./errors.js";
 /**
  * A custom resource's structural schema at work, as kube-apiserver applies it: unknown fields
  * pruned, defaults filled in, then validation with the server's messages. CEL rules
- * (`x-kubernetes-validations`) are refused: no CEL implementation for TypeScript covers the
- * Kubernetes CEL libraries and cost limits, so a rule could pass here and fail there.
+ * (`x-kubernetes-validations`) run in resources/cel; a rule using a part of CEL not emulated there
+ * is refused when the CRD is served, naming the rule.
  */
 
 type Schema = Record<string, unknown>;
@@ -17,17 +18,44 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 /** Refuses schemas with features not emulated, once, when the CRD is created. */
 export function checkEmulated(schema: Schema, path = ""): void {
-  if (schema["x-kubernetes-validations"])
-    throw new NotEmulated(`CEL validation rules (x-kubernetes-validations at ${path || "<root>"})`);
+  try {
+    prepareRules(schema, path);
+  } catch (error) {
+    if (error instanceof UnsupportedRule) throw new NotEmulated(error.message);
+    throw error;
+  }
+  checkKeywords(schema, path);
+}
+
+function checkKeywords(schema: Schema, path: string): void {
   if (schema["x-kubernetes-embedded-resource"])
     throw new NotEmulated(`embedded resources (x-kubernetes-embedded-resource at ${path || "<root>"})`);
   for (const key of ["allOf", "anyOf", "oneOf", "not"])
-    if (schema[key]) throw new NotEmulated(`the "${key}" schema keyword (at ${path || "<root>"})`);
+    if (schema[key] && !(key === "anyOf" && isIntOrStringAnyOf(schema)))
+      throw new NotEmulated(`the "${key}" schema keyword (at ${path || "<root>"})`);
   for (const [name, child] of Object.entries((schema.properties as Record<string, Schema>) ?? {}))
-    checkEmulated(child, path ? `${path}.${name}` : name);
-  if (isObject(schema.items)) checkEmulated(schema.items as Schema, `${path}[*]`);
+    checkKeywords(child, path ? `${path}.${name}` : name);
+  if (isObject(schema.items)) checkKeywords(schema.items as Schema, `${path}[*]`);
   if (isObject(schema.additionalProperties))
-    checkEmulated(schema.additionalProperties as Schema, `${path}[*]`);
+    checkKeywords(schema.additionalProperties as Schema, `${path}[*]`);
+}
+
+/**
+ * `anyOf: [{type: integer}, {type: string}]` beside `x-kubernetes-int-or-string`: what kubebuilder
+ * writes for every IntOrString and Quantity field. It says what int-or-string says, so it is
+ * validated as int-or-string.
+ */
+function isIntOrStringAnyOf(schema: Schema): boolean {
+  const anyOf = schema.anyOf as Schema[];
+  return (
+    schema["x-kubernetes-int-or-string"] === true &&
+    anyOf.length === 2 &&
+    anyOf.every((s) => Object.keys(s).length === 1) &&
+    anyOf
+      .map((s) => s.type)
+      .sort()
+      .join(",") === "integer,string"
+  );
 }
 
 /** Drops fields the schema does not know (pruning); returns the pruned value. */
@@ -106,6 +134,8 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
         field: where,
         message: `Invalid value: ${goValue(value)}: ${where} in body must be of type integer,string: ${JSON.stringify(typeOf(value))}`,
       });
+    // A string is still checked against the string keywords (a Quantity's pattern).
+    if (typeof value === "string") validateString(value, schema, where, errors);
     return;
   }
   const type = schema.type as string | undefined;
@@ -154,27 +184,7 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
         message: `Invalid value: ${value}: ${where} in body should be a multiple of ${schema.multipleOf}`,
       });
   }
-  if (typeof value === "string") {
-    const length = [...value].length;
-    if (schema.minLength !== undefined && length < (schema.minLength as number))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should be at least ${schema.minLength} chars long`,
-      });
-    if (schema.maxLength !== undefined && length > (schema.maxLength as number))
-      errors.push({
-        type: "FieldValueTooLong",
-        field: where,
-        message: `Too long: may not be more than ${schema.maxLength} bytes`,
-      });
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern as string, "u").test(value))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should match '${schema.pattern}'`,
-      });
-  }
+  if (typeof value === "string") validateString(value, schema, where, errors);
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < (schema.minItems as number))
       errors.push({
@@ -203,6 +213,29 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
       validate(child, childSchema, `${where}.${name}`, errors);
     }
   }
+}
+
+/** maxLength, then minLength, then pattern: like kube-openapi, only the first that fails is reported. */
+function validateString(value: string, schema: Schema, where: string, errors: FieldError[]): void {
+  const length = [...value].length;
+  if (schema.maxLength !== undefined && length > (schema.maxLength as number))
+    errors.push({
+      type: "FieldValueTooLong",
+      field: where,
+      message: `Too long: may not be more than ${schema.maxLength} bytes`,
+    });
+  else if (schema.minLength !== undefined && length < (schema.minLength as number))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should be at least ${schema.minLength} chars long`,
+    });
+  else if (schema.pattern !== undefined && !new RegExp(schema.pattern as string, "u").test(value))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should match '${schema.pattern}'`,
+    });
 }
 
 /** The schema of the object's top-level field, e.g. `spec`, for status-only work. */

@@ -1,0 +1,70 @@
+import { escapeName } from "./escape.js";
+
+/**
+ * A JSON value and its structural schema → the value a CEL rule sees, with the types Kubernetes
+ * gives it: `integer` fields are CEL ints (bigint), `number` fields doubles, objects with
+ * `properties` keep only the declared fields under their escaped names (unknown ones are not
+ * there), maps (`additionalProperties`) keep their keys, int-or-string is an int or a string, and
+ * a string with `format: byte` is bytes. The root of a resource (and an embedded resource) sees
+ * `apiVersion`, `kind` and `metadata.name` / `metadata.generateName` only.
+ */
+
+type Schema = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A value whose schema says nothing (preserve-unknown-fields): ints where JSON has whole numbers. */
+function untyped(value: unknown): unknown {
+  if (typeof value === "number") return Number.isInteger(value) ? BigInt(value) : value;
+  if (Array.isArray(value)) return value.map(untyped);
+  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, untyped(v)]));
+  return value;
+}
+
+function metaOf(value: Record<string, unknown>): Record<string, unknown> {
+  const meta = isObject(value.metadata) ? value.metadata : {};
+  const out: Record<string, unknown> = {};
+  if (typeof meta.name === "string") out.name = meta.name;
+  if (typeof meta.generateName === "string") out.generateName = meta.generateName;
+  return out;
+}
+
+/** Converts `value` as `schema` types it; `resourceRoot` adds the type and object metadata fields. */
+export function toCel(value: unknown, schema: Schema | undefined, resourceRoot = false): unknown {
+  if (value === null || value === undefined) return null;
+  if (!schema) return untyped(value);
+  if (schema["x-kubernetes-int-or-string"])
+    return typeof value === "number" && Number.isInteger(value) ? BigInt(value) : value;
+  const type = schema.type as string | undefined;
+  if (type === "integer" && typeof value === "number") return BigInt(Math.trunc(value));
+  if (type === "number" && typeof value === "number") return value;
+  if (type === "string" && typeof value === "string" && schema.format === "byte")
+    return new Uint8Array(Buffer.from(value, "base64"));
+  if (Array.isArray(value)) return value.map((v) => toCel(v, schema.items as Schema | undefined));
+  if (!isObject(value)) return value;
+  const properties = schema.properties as Record<string, Schema> | undefined;
+  const additional = schema.additionalProperties;
+  const embedded = resourceRoot || schema["x-kubernetes-embedded-resource"] === true;
+  const out: Record<string, unknown> = {};
+  if (properties) {
+    for (const [key, child] of Object.entries(value)) {
+      const childSchema = properties[key];
+      const name = escapeName(key);
+      if (childSchema && name !== undefined) out[name] = toCel(child, childSchema);
+    }
+  } else if (isObject(additional)) {
+    for (const [key, child] of Object.entries(value)) out[key] = toCel(child, additional);
+  } else if (schema["x-kubernetes-preserve-unknown-fields"]) {
+    for (const [key, child] of Object.entries(value)) {
+      const name = escapeName(key);
+      if (name !== undefined) out[name] = untyped(child);
+    }
+  }
+  if (embedded) {
+    if (typeof value.apiVersion === "string") out.apiVersion = value.apiVersion;
+    if (typeof value.kind === "string") out.kind = value.kind;
+    out.metadata = metaOf(value);
+  }
+  return out;
+}
