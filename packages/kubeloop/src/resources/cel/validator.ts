@@ -42,7 +42,7 @@ export class UnsupportedRule extends Error {
     readonly rule: string,
     readonly reason: string,
   ) {
-    super(`the CEL rule ${JSON.stringify(rule)} at ${path || "<root>"} uses ${reason}`);
+    super(`the CEL rule ${JSON.stringify(rule)} at ${path || "<root>"} (it uses ${reason})`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { hasValidationRules, validateRules } from "../../resources/cel/validator.js";
 import { builtinListTypes, type ListTypes, schemaListTypes } from "./apply.js";
 import { applyBuiltinDefaults, validateBuiltin, validateLabels } from "./builtins.js";
 import { type FieldError, invalid } from "./errors.js";
@@ -5,7 +6,6 @@ import { apiVersionOf, type CrdLike, type KindInfo, kindsOfCrd } from "./kinds.j
 import type { Obj } from "./objects.js";
 import { applyDefaults, checkEmulated, prune, validate } from "./schema.js";
 import type { MemoryStore } from "./store.js";
-import { hasValidationRules, validateRules } from "../../resources/cel/validator.js";
 
 // What every write of an object's body goes through, and what serving a CRD takes.
 
