@@ -15,7 +15,7 @@ export interface RuleError {
   type: FieldErrorType;
   /** Where: `spec.rules[0]`, or `<nil>` for a rule at the root. */
   field: string;
-  /** The cause's message: `Invalid value: "object": must have a port`. */
+  /** The cause's message: `Invalid value: "http": must be a port number`. */
   message: string;
 }
 

@@ -12,7 +12,7 @@ export interface ValidationCause {
   type: string;
   /** `spec.rules[0].matches`, or `<nil>` for the object as a whole. */
   field: string;
-  /** `Invalid value: "object": must have a port`, word for word as kube-apiserver writes it. */
+  /** `Invalid value: "http": must be a port number`, word for word as kube-apiserver writes it. */
   message: string;
 }
 
@@ -23,7 +23,8 @@ const kindCache = new WeakMap<object, ReturnType<typeof kindsOfCrd>>();
  * `old`, an update): pruning, defaults, the schema's checks and the CRD's CEL rules
  * (`x-kubernetes-validations`: transition rules on updates, ratcheting of unchanged values),
  * with the server's messages and field paths. No server, no clock: for plain unit tests of a
- * CRD's rules, like kube-rs's `validate_cel`. Returns the causes of the 422 the server would
+ * CRD's rules, like kube-rs's `validate_cel`. `resource` is a `defineResource` kind or any CRD
+ * object (another project's, read from its YAML). Returns the causes of the 422 the server would
  * answer (empty when it would accept the object). Throws `NotEmulated` for a rule using a part of
  * CEL that is not emulated, naming the rule.
  *
@@ -41,11 +42,11 @@ const kindCache = new WeakMap<object, ReturnType<typeof kindsOfCrd>>();
  *   ),
  * });
  * const causes = validate(Range, { apiVersion: "example.com/v1", kind: "Range", metadata: { name: "r" }, spec: { min: 3, max: 1 } });
- * // [{ type: "FieldValueInvalid", field: "spec", message: 'Invalid value: "object": min must not exceed max' }]
+ * // [{ type: "FieldValueInvalid", field: "spec", message: "Invalid value: min must not exceed max" }]
  * ```
  */
 export function validate(
-  resource: { crd(): CustomResourceDefinition } | CrdLike,
+  resource: { crd(): CustomResourceDefinition } | CustomResourceDefinition,
   object: KubeObject,
   old?: KubeObject,
 ): ValidationCause[] {
