@@ -10,7 +10,7 @@ import {
   ruleErrorString,
   ruleMessageOrDefault,
 } from "./messages.js";
-import { toCel } from "./values.js";
+import { type Memo, toCel } from "./values.js";
 
 /**
  * `x-kubernetes-validations` evaluated as kube-apiserver 1.36 does (apiextensions-apiserver
@@ -151,6 +151,13 @@ function oldItem(schema: Schema, item: unknown, oldList: unknown): unknown {
   return undefined;
 }
 
+/** One validation: the errors found, and the values converted for CEL (new and old), reused by every rule. */
+interface Pass {
+  errors: RuleError[];
+  memo: Memo;
+  oldMemo: Memo;
+}
+
 export interface ValidateOptions {
   /** The old object on an update: transition rules and ratcheting apply. */
   old?: unknown;
@@ -163,7 +170,8 @@ export function validateRules(value: unknown, schema: Schema, options: ValidateO
   const errors: RuleError[] = [];
   if (!hasRules(schema)) return errors;
   const correlation: Correlation = options.old === undefined ? {} : { current: { old: options.old, value } };
-  walkNode(value, options.old, schema, "", correlation, options.resourceRoot ?? false, errors);
+  const pass: Pass = { errors, memo: new WeakMap(), oldMemo: new WeakMap() };
+  walkNode(value, options.old, schema, "", correlation, options.resourceRoot ?? false, pass);
   return errors;
 }
 
@@ -174,10 +182,10 @@ function walkNode(
   path: string,
   correlation: Correlation,
   root: boolean,
-  errors: RuleError[],
+  pass: Pass,
 ): void {
   if (value === null || value === undefined || !hasRules(schema)) return;
-  evaluateRules(value, old, schema, path, correlation, root, errors);
+  evaluateRules(value, old, schema, path, correlation, root, pass);
   for (const branch of (schema.allOf as Schema[] | undefined) ?? [])
     evaluateRules(
       value,
@@ -186,7 +194,7 @@ function walkNode(
       path,
       { parent: correlation.parent },
       root,
-      errors,
+      pass,
     );
   const child = (key: string) => (path ? `${path}.${key}` : key);
   if (Array.isArray(value)) {
@@ -200,7 +208,7 @@ function walkNode(
             parent: correlation.current,
           }
         : correlation;
-      walkNode(item, previous, items, `${path}[${i}]`, next, false, errors);
+      walkNode(item, previous, items, `${path}[${i}]`, next, false, pass);
     });
     return;
   }
@@ -219,10 +227,9 @@ function walkNode(
         `${path}[${key}]`,
         keyCorrelation(correlation, key, root),
         false,
-        errors,
+        pass,
       );
-    if (sub)
-      walkNode(v, oldMap?.[key], sub, child(key), keyCorrelation(correlation, key, root), false, errors);
+    if (sub) walkNode(v, oldMap?.[key], sub, child(key), keyCorrelation(correlation, key, root), false, pass);
   }
 }
 
@@ -237,15 +244,15 @@ function evaluateRules(
   path: string,
   correlation: Correlation,
   root: boolean,
-  errors: RuleError[],
+  pass: Pass,
 ): void {
   const rules = rulesOf(schema, path);
   if (rules.length === 0) return;
   const where = path || "<nil>";
   const type = typeName(schema);
   const embedded = root || schema["x-kubernetes-embedded-resource"] === true;
-  const self = toCel(value, schema, embedded);
-  const oldSelf = old === undefined || old === null ? undefined : toCel(old, schema, embedded);
+  const self = toCel(value, schema, embedded, pass.memo);
+  const oldSelf = old === undefined || old === null ? undefined : toCel(old, schema, embedded, pass.oldMemo);
   for (const { source, rule, message } of rules) {
     const optional = source.optionalOldSelf === true;
     if (rule.usesOldSelf && oldSelf === undefined && !optional) continue;
@@ -254,7 +261,7 @@ function evaluateRules(
     const result = rule.evaluate(bindings);
     if (isCelError(result)) {
       const text = celGoError(result.message);
-      errors.push(
+      pass.errors.push(
         invalidValue(
           where,
           type,
@@ -274,6 +281,6 @@ function evaluateRules(
     }
     const error = errorForReason(at, value, detail, source.reason);
     if (!(rule.usesOldSelf || !shouldRatchet(correlation))) continue;
-    errors.push(error);
+    pass.errors.push(error);
   }
 }
