@@ -384,6 +384,68 @@ add("ReferenceGrant", "empty namespace", {
   to: [{ group: "", kind: "Service" }],
 });
 
+// ---- Gateway API Gateway (its addresses use oneOf, anyOf and not) ---------------------------
+const http = { name: "http", port: 80, protocol: "HTTP" };
+const gateway = (extra: Spec): Spec => ({ gatewayClassName: "example", listeners: [http], ...extra });
+for (const addresses of [
+  [{ type: "IPAddress", value: "10.0.0.1" }],
+  [{ type: "IPAddress", value: "not-an-ip" }],
+  [{ value: "::1" }],
+  [{ value: "1.2.3" }],
+  [{ type: "Hostname", value: "example.com" }],
+  [{ type: "Hostname", value: "10.0.0.1" }],
+  [{ type: "Hostname", value: "-bad-" }],
+  [{ type: "NamedAddress", value: "x" }],
+  [{ type: "example.com/custom", value: "anything" }],
+  [
+    { type: "IPAddress", value: "10.0.0.1" },
+    { type: "IPAddress", value: "10.0.0.1" },
+  ],
+  [
+    { type: "Hostname", value: "a.example.com" },
+    { type: "Hostname", value: "a.example.com" },
+  ],
+  [
+    { type: "IPAddress", value: "1.2.3" },
+    { type: "IPAddress", value: "fe80::1" },
+  ],
+  [{ type: "IPAddress", value: "fe80::1%eth0" }],
+])
+  add("Gateway", `addresses ${JSON.stringify(addresses).slice(0, 80)}`, gateway({ addresses }));
+for (const listeners of [
+  [http, { ...http, name: "http" }],
+  [http, { ...http, name: "other" }],
+  [http, { ...http, name: "other", hostname: "a.example.com" }],
+  [{ name: "tcp", port: 9000, protocol: "TCP", hostname: "a.example.com" }],
+  [{ name: "udp", port: 9000, protocol: "UDP" }],
+  [{ name: "https", port: 443, protocol: "HTTPS", tls: { mode: "Passthrough" } }],
+  [
+    {
+      name: "https",
+      port: 443,
+      protocol: "HTTPS",
+      tls: { mode: "Terminate", certificateRefs: [{ name: "cert" }] },
+    },
+  ],
+  [{ name: "tls", port: 443, protocol: "TLS" }],
+  [{ name: "tls", port: 443, protocol: "TLS", tls: { mode: "Passthrough" } }],
+  [{ ...http, tls: { mode: "Terminate", certificateRefs: [{ name: "cert" }] } }],
+  [{ name: "https", port: 443, protocol: "HTTPS", tls: { mode: "Terminate" } }],
+])
+  add("Gateway", `listeners ${JSON.stringify(listeners).slice(0, 80)}`, gateway({ listeners }));
+add(
+  "Gateway",
+  "listener added",
+  gateway({}),
+  gateway({ listeners: [http, { ...http, name: "b", port: 81 }] }),
+);
+add(
+  "Gateway",
+  "address made invalid",
+  gateway({ addresses: [{ value: "10.0.0.1" }] }),
+  gateway({ addresses: [{ value: "10.0.0" }] }),
+);
+
 // ---- Kueue ----------------------------------------------------------------------------------
 const flavor = { nodeLabels: { zone: "a" }, topologyName: "default" };
 for (const spec of [

@@ -31,8 +31,7 @@ const examples = ["pgdatabases", "pgdatabasebackups"].map(
     ) as CrdLike & KubeObject,
 );
 const crds = [...thirdParty, ...examples, RulesKind.crd() as unknown as CrdLike & KubeObject];
-// Gateway's addresses use oneOf, which the memory server refuses (see docs/testing.md): not served.
-const served = crds.filter((crd) => crd.spec.names.kind !== "Gateway");
+const served = crds;
 const byKind = new Map(served.map((crd) => [crd.spec.names.kind, crd]));
 
 const NAMESPACE = "cel";

@@ -1,5 +1,7 @@
+import { isIP } from "../../resources/cel/libraries.js";
 import { prepareRules, UnsupportedRule } from "../../resources/cel/validator.js";
 import { clone } from "./clone.js";
+import { validateComposition } from "./composition.js";
 import type { FieldError } from "./errors.js";
 import { NotEmulated } from "./errors.js";
 
@@ -30,32 +32,11 @@ export function checkEmulated(schema: Schema, path = ""): void {
 function checkKeywords(schema: Schema, path: string): void {
   if (schema["x-kubernetes-embedded-resource"])
     throw new NotEmulated(`embedded resources (x-kubernetes-embedded-resource at ${path || "<root>"})`);
-  for (const key of ["allOf", "anyOf", "oneOf", "not"])
-    if (schema[key] && !(key === "anyOf" && isIntOrStringAnyOf(schema)))
-      throw new NotEmulated(`the "${key}" schema keyword (at ${path || "<root>"})`);
   for (const [name, child] of Object.entries((schema.properties as Record<string, Schema>) ?? {}))
     checkKeywords(child, path ? `${path}.${name}` : name);
   if (isObject(schema.items)) checkKeywords(schema.items as Schema, `${path}[*]`);
   if (isObject(schema.additionalProperties))
     checkKeywords(schema.additionalProperties as Schema, `${path}[*]`);
-}
-
-/**
- * `anyOf: [{type: integer}, {type: string}]` beside `x-kubernetes-int-or-string`: what kubebuilder
- * writes for every IntOrString and Quantity field. It says what int-or-string says, so it is
- * validated as int-or-string.
- */
-function isIntOrStringAnyOf(schema: Schema): boolean {
-  const anyOf = schema.anyOf as Schema[];
-  return (
-    schema["x-kubernetes-int-or-string"] === true &&
-    anyOf.length === 2 &&
-    anyOf.every((s) => Object.keys(s).length === 1) &&
-    anyOf
-      .map((s) => s.type)
-      .sort()
-      .join(",") === "integer,string"
-  );
 }
 
 /** Drops fields the schema does not know (pruning); returns the pruned value. */
@@ -127,6 +108,7 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
       });
     return;
   }
+  validateComposition(value, schema, where, errors, validate);
   if (schema["x-kubernetes-int-or-string"]) {
     if (typeof value !== "string" && !Number.isInteger(value))
       errors.push({
@@ -184,7 +166,10 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
         message: `Invalid value: ${value}: ${where} in body should be a multiple of ${schema.multipleOf}`,
       });
   }
-  if (typeof value === "string") validateString(value, schema, where, errors);
+  if (typeof value === "string") {
+    validateString(value, schema, where, errors);
+    validateFormat(value, schema, where, errors);
+  }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < (schema.minItems as number))
       errors.push({
@@ -198,6 +183,7 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
         field: where,
         message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
       });
+    validateListType(value, schema, where, errors);
     for (const [i, item] of value.entries())
       validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
   }
@@ -213,6 +199,57 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
       validate(child, childSchema, `${where}.${name}`, errors);
     }
   }
+}
+
+/**
+ * `x-kubernetes-list-type: map` and `set`: an item whose keys (or, in a set, whose value) an
+ * earlier item already has is a Duplicate at its index, as apiextensions' list-type validation
+ * reports it (the keys shown as a JSON object).
+ */
+function validateListType(value: Json[], schema: Schema, where: string, errors: FieldError[]): void {
+  const type = schema["x-kubernetes-list-type"];
+  if (type !== "map" && type !== "set") return;
+  const keys = (schema["x-kubernetes-list-map-keys"] as string[] | undefined) ?? [];
+  const seen = new Set<string>();
+  for (const [i, item] of value.entries()) {
+    const identity =
+      type === "map" && isObject(item)
+        ? JSON.stringify(
+            Object.fromEntries(
+              keys
+                .filter((k) => item[k] !== undefined)
+                .sort()
+                .map((k) => [k, item[k]]),
+            ),
+          )
+        : JSON.stringify(item);
+    if (seen.has(identity))
+      errors.push({
+        type: "FieldValueDuplicate",
+        field: `${where}[${i}]`,
+        message: `Duplicate value: ${identity}`,
+      });
+    seen.add(identity);
+  }
+}
+
+/**
+ * The string formats the server checks that kubeloop checks too (the others pass unchecked):
+ * `ipv4` and `ipv6`, as Go's net.ParseIP with a dot or a colon in the text.
+ */
+const FORMATS: Record<string, (value: string) => boolean> = {
+  ipv4: (v) => isIP(v) && v.includes("."),
+  ipv6: (v) => isIP(v) && v.includes(":"),
+};
+
+function validateFormat(value: string, schema: Schema, where: string, errors: FieldError[]): void {
+  const check = FORMATS[schema.format as string];
+  if (check && !check(value))
+    errors.push({
+      type: "FieldValueTypeInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body must be of type ${schema.format}: ${JSON.stringify(value)}`,
+    });
 }
 
 /** maxLength, then minLength, then pattern: like kube-openapi, only the first that fails is reported. */
