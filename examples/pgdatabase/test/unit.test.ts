@@ -38,24 +38,13 @@ afterEach(async () => {
   closeServers = undefined;
 });
 
-/** The CRD without its CEL rules (not emulated in memory; the envtest suites check them). */
-function withoutCelRules<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutCelRules) as T;
-  if (typeof value !== "object" || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([key]) => key !== "x-kubernetes-validations")
-      .map(([key, child]) => [key, withoutCelRules(child)]),
-  ) as T;
-}
-
 async function start(adminPassword = pg.password): Promise<ReconcileHarness<PgDatabaseObject>> {
   const operator = pgDatabaseControllers({ backupDir, tools: { binDir: pg.binDir } });
   closeServers = operator.close;
   // The server's timestamps (creationTimestamp: where a schedule starts) follow the harness's clock.
   let clock: ReconcileHarness<PgDatabaseObject>["clock"] | undefined;
   const server = new MemoryApiServer({
-    resources: [withoutCelRules(PgDatabase.crd()), withoutCelRules(PgDatabaseBackup.crd())],
+    resources: [PgDatabase, PgDatabaseBackup],
     now: () => new Date(clock?.now() ?? START),
   });
   harness = await ReconcileHarness.start(operator.pgDatabase, { server });
