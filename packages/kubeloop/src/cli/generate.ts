@@ -4,8 +4,8 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/index.js";
 import { checkNamespaces } from "../controller/internal.js";
-import { checkRules } from "../resources/cel/rules.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
+import { checkRules } from "../resources/internal.js";
 import {
   isWebhookDefinition,
   type WebhookTarget,

@@ -36,13 +36,13 @@ const escaped = new Map<string, string | undefined>();
 /** The CEL name of a property, or `undefined` when it has none. */
 export function escapeName(name: string): string | undefined {
   if (escaped.has(name)) return escaped.get(name);
-  const result = escape(name);
+  const result = escapeUncached(name);
   // Property names come from schemas: few, and the same on every write.
   if (escaped.size < 10_000) escaped.set(name, result);
   return result;
 }
 
-function escape(name: string): string | undefined {
+function escapeUncached(name: string): string | undefined {
   if (RESERVED.has(name)) return `__${name}__`;
   if (!ESCAPABLE.test(name)) return undefined;
   return name

@@ -1,5 +1,5 @@
 import Type from "typebox";
-import { defineResource } from "../../resources/define-resource.js";
+import { defineResource } from "../../resources/index.js";
 
 /**
  * A kind written with kubeloop's own `defineResource` whose rules use what the Gateway API and

@@ -1,4 +1,4 @@
-import { hasValidationRules, validateRules } from "../../resources/cel/validator.js";
+import { hasValidationRules, validateRules } from "../../resources/internal.js";
 import { builtinListTypes, type ListTypes, schemaListTypes } from "./apply.js";
 import { applyBuiltinDefaults, validateBuiltin, validateLabels } from "./builtins.js";
 import { type FieldError, invalid } from "./errors.js";

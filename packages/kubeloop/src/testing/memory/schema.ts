@@ -1,5 +1,4 @@
-import { isIP } from "../../resources/cel/libraries.js";
-import { prepareRules, UnsupportedRule } from "../../resources/cel/validator.js";
+import { isIP, prepareRules, UnsupportedRule } from "../../resources/internal.js";
 import { clone } from "./clone.js";
 import { validateComposition } from "./composition.js";
 import type { FieldError } from "./errors.js";
