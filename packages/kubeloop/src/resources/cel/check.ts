@@ -88,11 +88,8 @@ function overload(fn: string, args: CelType[]): never {
   );
 }
 
-function checkCall(node: Expr & { exprKind: { case: "callExpr" } }, scope: Scope): CelType {
-  const call = node.exprKind.value;
-  const fn = call.function;
-  const target = call.target ? typeOf(call.target, scope) : undefined;
-  const args = call.args.map((a) => typeOf(a, scope));
+/** The type of an operator's call, or `undefined` when `fn` is not an operator. */
+function checkOperator(fn: string, args: CelType[]): CelType | undefined {
   const [a, b] = args as [CelType, CelType];
   switch (fn) {
     case "_==_":
@@ -161,6 +158,16 @@ function checkCall(node: Expr & { exprKind: { case: "callExpr" } }, scope: Scope
     case "@not_strictly_false":
       return BOOL;
   }
+  return undefined;
+}
+
+function checkCall(node: Expr & { exprKind: { case: "callExpr" } }, scope: Scope): CelType {
+  const call = node.exprKind.value;
+  const fn = call.function;
+  const target = call.target ? typeOf(call.target, scope) : undefined;
+  const args = call.args.map((a) => typeOf(a, scope));
+  const operator = checkOperator(fn, args);
+  if (operator) return operator;
   // Kubernetes' libraries not emulated here (url(), quantity(), …): the server knows them; accept.
   if (UNSUPPORTED.has(fn)) return DYN;
   if (target) {

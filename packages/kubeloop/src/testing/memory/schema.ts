@@ -169,35 +169,46 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
     validateString(value, schema, where, errors);
     validateFormat(value, schema, where, errors);
   }
-  if (Array.isArray(value)) {
-    if (schema.minItems !== undefined && value.length < (schema.minItems as number))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${value.length}: ${where} in body should have at least ${schema.minItems} items`,
-      });
-    if (schema.maxItems !== undefined && value.length > (schema.maxItems as number))
-      errors.push({
-        type: "FieldValueTooMany",
-        field: where,
-        message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
-      });
-    validateListType(value, schema, where, errors);
-    for (const [i, item] of value.entries())
-      validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
+  if (Array.isArray(value)) validateArray(value, schema, where, errors);
+  if (isObject(value)) validateObject(value, schema, where, errors);
+}
+
+/** required, then each property (or map value). */
+function validateObject(
+  value: Record<string, unknown>,
+  schema: Schema,
+  where: string,
+  errors: FieldError[],
+): void {
+  const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
+  for (const name of (schema.required as string[] | undefined) ?? [])
+    if (value[name] === undefined)
+      errors.push({ type: "FieldValueRequired", field: `${where}.${name}`, message: "Required value" });
+  for (const [name, child] of Object.entries(value)) {
+    const childSchema =
+      properties[name] ??
+      (isObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : undefined);
+    validate(child, childSchema, `${where}.${name}`, errors);
   }
-  if (isObject(value)) {
-    const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
-    for (const name of (schema.required as string[] | undefined) ?? [])
-      if (value[name] === undefined)
-        errors.push({ type: "FieldValueRequired", field: `${where}.${name}`, message: "Required value" });
-    for (const [name, child] of Object.entries(value)) {
-      const childSchema =
-        properties[name] ??
-        (isObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : undefined);
-      validate(child, childSchema, `${where}.${name}`, errors);
-    }
-  }
+}
+
+/** minItems, maxItems, list-type duplicates, then each item. */
+function validateArray(value: Json[], schema: Schema, where: string, errors: FieldError[]): void {
+  if (schema.minItems !== undefined && value.length < (schema.minItems as number))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${value.length}: ${where} in body should have at least ${schema.minItems} items`,
+    });
+  if (schema.maxItems !== undefined && value.length > (schema.maxItems as number))
+    errors.push({
+      type: "FieldValueTooMany",
+      field: where,
+      message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
+    });
+  validateListType(value, schema, where, errors);
+  for (const [i, item] of value.entries())
+    validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
 }
 
 /**

@@ -45,10 +45,10 @@ const kindCache = new WeakMap<object, ReturnType<typeof kindsOfCrd>>();
  * // [{ type: "FieldValueInvalid", field: "spec", message: "Invalid value: min must not exceed max" }]
  * ```
  */
-export function validate(
+export function validate<T extends KubeObject>(
   resource: { crd(): CustomResourceDefinition } | CustomResourceDefinition,
-  object: KubeObject,
-  old?: KubeObject,
+  object: T,
+  old?: T,
 ): ValidationCause[] {
   const crd = ("crd" in resource ? resource.crd() : resource) as unknown as CrdLike;
   let kinds = kindCache.get(resource);
