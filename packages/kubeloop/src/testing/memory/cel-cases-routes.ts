@@ -9,6 +9,12 @@ export interface CelCase {
   label: string;
   spec: Record<string, unknown>;
   update?: Record<string, unknown>;
+  /**
+   * How the update is sent: a PUT of the object with `update` as its spec (the default), a JSON
+   * merge patch of `{spec: update}`, a server-side apply of it, or a PUT of the status
+   * subresource with `update` as the status.
+   */
+  via?: "update" | "patch" | "apply" | "status";
 }
 
 type Spec = Record<string, unknown>;

@@ -12,8 +12,8 @@ export type { CelCase };
 
 type Spec = Record<string, unknown>;
 const cases: CelCase[] = [...ROUTE_CASES];
-const add = (kind: string, label: string, spec: Spec, update?: Spec) =>
-  cases.push({ kind, label, spec, ...(update ? { update } : {}) });
+const add = (kind: string, label: string, spec: Spec, update?: Spec, via?: CelCase["via"]) =>
+  cases.push({ kind, label, spec, ...(update ? { update } : {}), ...(via ? { via } : {}) });
 
 // ---- Gateway API GatewayClass, BackendTLSPolicy, ReferenceGrant -----------------------------
 add("GatewayClass", "controllerName", { controllerName: "example.com/gateway" });
@@ -336,5 +336,22 @@ for (const update of [
     { min: 1, max: 2, ports: [{ name: "a", port: 80 }], tags: { team: "a" } },
     update,
   );
+
+// The same rules through the other write paths: merge patch, server-side apply, status writes.
+const base = { min: 1, max: 2, ports: [{ name: "a", port: 80 }], tags: { team: "a" } };
+for (const via of ["patch", "apply"] as const) {
+  add("Rules", `${via}: max shrinks`, base, { ...base, max: 1 }, via);
+  add("Rules", `${via}: a port's number changes`, base, { ...base, ports: [{ name: "a", port: 81 }] }, via);
+  add("Rules", `${via}: min over max`, base, { ...base, min: 5, max: 4 }, via);
+  add("Rules", `${via}: a valid change`, base, { ...base, max: 3 }, via);
+}
+for (const status of [
+  { phase: "Ready" },
+  { phase: "Lost" },
+  { phase: "Ready", observed: 3 },
+  { observed: 0 },
+  { observed: -1 },
+])
+  add("Rules", `status ${JSON.stringify(status)}`, base, status, "status");
 
 export const CEL_CASES: readonly CelCase[] = cases;

@@ -103,4 +103,21 @@ export const RulesKind = defineResource({
       ],
     },
   ),
+  status: Type.Object({
+    phase: Type.Optional(
+      Type.String({
+        maxLength: 16,
+        "x-kubernetes-validations": [
+          { rule: "self in ['Ready', 'Pending']", message: "phase is Ready or Pending" },
+        ],
+      }),
+    ),
+    observed: Type.Optional(
+      Type.Integer({
+        "x-kubernetes-validations": [
+          { rule: "self >= 0", reason: "FieldValueForbidden", message: "never negative" },
+        ],
+      }),
+    ),
+  }),
 });
