@@ -200,3 +200,97 @@ it("answers every object of real CRDs' CEL rules as kube-apiserver 1.36 does", a
     statusWrites: 2,
   });
 }, 600_000);
+
+// Ratcheting needs an object that a rule added later refuses: the rule is added by a CRD update,
+// then updates that leave the invalid value alone are accepted and updates that change it refused.
+const ratchet = (withRule: boolean) => ({
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: "ratchets.cel.conformance.kubeloop.dev" },
+  spec: {
+    group: "cel.conformance.kubeloop.dev",
+    scope: "Namespaced",
+    names: { plural: "ratchets", singular: "ratchet", kind: "Ratchet" },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            properties: {
+              spec: {
+                type: "object",
+                properties: {
+                  limit: {
+                    type: "integer",
+                    ...(withRule
+                      ? { "x-kubernetes-validations": [{ rule: "self <= 10", message: "at most 10" }] }
+                      : {}),
+                  },
+                  items: {
+                    type: "array",
+                    maxItems: 4,
+                    items: { type: "string", maxLength: 8 },
+                    ...(withRule
+                      ? { "x-kubernetes-validations": [{ rule: "self.all(i, i != 'bad')" }] }
+                      : {}),
+                  },
+                  note: { type: "string" },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+});
+
+it("ratchets values a rule added later refuses, when an update leaves them unchanged", async () => {
+  const object = (name: string, spec: Record<string, unknown>) => ({
+    apiVersion: "cel.conformance.kubeloop.dev/v1",
+    kind: "Ratchet",
+    metadata: { name, namespace: NAMESPACE },
+    spec,
+  });
+  const invalid = { limit: 20, items: ["bad"], note: "a" };
+  const traces = await Promise.all(
+    (["real", "memory"] as const).map(async (server) => {
+      const client = server === "real" ? real : memory;
+      if (server === "real") await plane.installCrdObjects([ratchet(false) as never]);
+      else await memory.create(ratchet(false));
+      await client.create(object("old", invalid));
+      if (server === "real") {
+        await plane.installCrdObjects([ratchet(true) as never]);
+        // The API server serves a changed schema a moment after the update: wait until it refuses.
+        for (
+          let i = 0;
+          i < 100 && "ok" in (await step(() => client.create(object(`probe-${i}`, invalid))));
+          i++
+        )
+          await new Promise((r) => setTimeout(r, 100));
+      } else {
+        const current = await memory.get(ratchet(false) as never, ratchet(false).metadata.name);
+        await memory.update({ ...current, spec: ratchet(true).spec });
+      }
+      const updated = (spec: Record<string, unknown>) =>
+        step(async () =>
+          client.update({
+            ...(await client.get(object("old", {}) as never, "old", { namespace: NAMESPACE })),
+            spec,
+          }),
+        );
+      return [
+        await step(() => client.create(object("new", invalid))),
+        await updated({ ...invalid, note: "b" }),
+        await updated({ ...invalid, limit: 21 }),
+        await updated({ ...invalid, items: ["bad", "bad"] }),
+        await updated({ limit: 5, items: ["good"], note: "c" }),
+      ];
+    }),
+  );
+  expect(traces[1]).toEqual(traces[0]);
+  expect(traces[0]?.map((e) => Object.keys(e)[0])).toEqual(["error", "ok", "error", "error", "ok"]);
+}, 60_000);
