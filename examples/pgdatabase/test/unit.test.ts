@@ -12,8 +12,8 @@ import { PgDatabase, PgDatabaseBackup, type PgDatabaseObject } from "../src/reso
 // kubeloop's in-memory API server, one reconcile at a time with a fake clock, and one real
 // PostgreSQL server for the file (the reconciler's other half is SQL; a mock of it would test
 // nothing). The envtest suites (level1…level5, hardened) cover the rest: the backup controller's
-// dumps, restores, kubectl's view, RBAC, and the CRD's CEL rules (immutable databaseName), which
-// the in-memory server refuses (NotEmulated) — so the CRD is served here without them.
+// dumps, restores, kubectl's view and RBAC. The CRD's CEL rules (immutable databaseName) run here
+// too: the in-memory server evaluates them as the API server does.
 
 const NS = "default";
 /** Where the harness's fake clock starts. */
@@ -149,6 +149,11 @@ describe("PgDatabase reconciler (in memory, real PostgreSQL)", () => {
     await h.reconcileUntilIdle();
     expect(await sql("select datconnlimit from pg_database where datname = 'stock'")).toBe("12");
     expect(reasons(h)).toContain("Warning DriftCorrected");
+    // The database's name, once set, is immutable (a transition rule of the CRD), as on a cluster.
+    await h.client.patch(PgDatabase, "stock", { spec: { databaseName: "stock" } }, { namespace: NS });
+    await expect(
+      h.client.patch(PgDatabase, "stock", { spec: { databaseName: "other" } }, { namespace: NS }),
+    ).rejects.toThrow('spec.databaseName: Invalid value: "other": databaseName is immutable');
   });
 
   it("deletionPolicy Delete drops the database and roles, then lets the object go", async () => {
