@@ -51,6 +51,9 @@ function rulesOf(schema: Schema, path: string): CompiledRule[] {
   if (rules) return rules;
   const sources = (schema["x-kubernetes-validations"] as RuleSource[] | undefined) ?? [];
   rules = sources.map((source) => {
+    // With optionalOldSelf, oldSelf is an optional value even on updates: optional types are not emulated.
+    if (source.optionalOldSelf)
+      throw new UnsupportedRule(path, source.rule, "optionalOldSelf (an optional oldSelf)");
     try {
       return {
         source,

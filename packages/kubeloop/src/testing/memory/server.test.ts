@@ -238,6 +238,16 @@ describe("MemoryApiServer", () => {
       "(it uses optional types",
     );
     expect(() => new MemoryApiServer({ resources: [ruled("self.a.size() > 0")] })).not.toThrow();
+    const optional = defineResource({
+      group: "unit.kubeloop.dev",
+      version: "v1",
+      kind: "Optional",
+      spec: Type.Object(
+        { a: Type.String() },
+        { "x-kubernetes-validations": [{ rule: "self.a != ''", optionalOldSelf: true }] },
+      ),
+    });
+    expect(() => new MemoryApiServer({ resources: [optional] })).toThrow("(it uses optionalOldSelf");
   });
 
   it("counts generations only for spec changes of a custom resource with a status subresource", async () => {
