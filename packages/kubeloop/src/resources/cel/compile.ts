@@ -72,6 +72,9 @@ export function walk(expr: Expr | undefined, visit: (node: Expr) => void): void 
   }
 }
 
+/** Namespaces of extension functions (`sets.contains(…)`, `math.greatest(…)`) not emulated here. */
+const NAMESPACES = new Set(["sets", "format", "math", "base64", "lists", "optional", "cel", "strings"]);
+
 const cache = new Map<string, CompiledExpression>();
 
 /** Parses and plans `source`; throws {@link CelCompileError} or {@link CelUnsupported}. */
@@ -90,8 +93,12 @@ export function compileExpression(source: string): CompiledExpression {
   let usesOldSelf = false;
   walk(parsed.expr, (node) => {
     if (node.exprKind.case === "identExpr" && node.exprKind.value.name === "oldSelf") usesOldSelf = true;
-    if (node.exprKind.case === "callExpr" && UNSUPPORTED.has(node.exprKind.value.function))
-      throw new CelUnsupported(`the CEL function ${node.exprKind.value.function}()`);
+    if (node.exprKind.case !== "callExpr") return;
+    const { function: fn, target } = node.exprKind.value;
+    const namespace = target?.exprKind.case === "identExpr" ? target.exprKind.value.name : undefined;
+    if (namespace && NAMESPACES.has(namespace))
+      throw new CelUnsupported(`the CEL function ${namespace}.${fn}()`);
+    if (UNSUPPORTED.has(fn)) throw new CelUnsupported(`the CEL function ${fn}()`);
   });
   const program = plan(environment(), parsed);
   const compiled: CompiledExpression = {

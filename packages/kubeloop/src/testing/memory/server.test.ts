@@ -237,6 +237,9 @@ describe("MemoryApiServer", () => {
     expect(() => new MemoryApiServer({ resources: [ruled("self.?a.orValue('') != ''")] })).toThrow(
       "(it uses optional types",
     );
+    expect(() => new MemoryApiServer({ resources: [ruled("sets.contains([self.a], ['x'])")] })).toThrow(
+      "(it uses the CEL function sets.contains())",
+    );
     expect(() => new MemoryApiServer({ resources: [ruled("self.a.size() > 0")] })).not.toThrow();
     const optional = defineResource({
       group: "unit.kubeloop.dev",
