@@ -94,7 +94,9 @@ function convert(
   if (embedded) {
     if (typeof value.apiVersion === "string") out.set("apiVersion", value.apiVersion);
     if (typeof value.kind === "string") out.set("kind", value.kind);
-    out.set("metadata", celMap(new Map(Object.entries(metaOf(value))) as never));
+    // An embedded resource may have no metadata: then a rule reading it fails, as on the server.
+    if (isObject(value.metadata))
+      out.set("metadata", celMap(new Map(Object.entries(metaOf(value))) as never));
   }
   return celMap(out as never);
 }

@@ -354,4 +354,39 @@ for (const status of [
 ])
   add("Rules", `status ${JSON.stringify(status)}`, base, status, "status");
 
+// Embedded resources: apiVersion and kind required, metadata kept as ObjectMeta, labels checked.
+const cm = { apiVersion: "v1", kind: "ConfigMap" };
+for (const template of [
+  { ...cm, metadata: { name: "x" }, data: { a: "b" } },
+  { kind: "ConfigMap" },
+  { apiVersion: "v1" },
+  {},
+  { ...cm, metadata: { name: "Bad_Name" } },
+  { ...cm, metadata: { generateName: "Bad_" } },
+  {
+    ...cm,
+    metadata: {
+      name: "x",
+      foo: 1,
+      uid: "u",
+      namespace: "ns",
+      labels: { a: "b" },
+      annotations: { c: "d" },
+      finalizers: ["x/y"],
+      ownerReferences: [],
+    },
+  },
+  { ...cm, metadata: { labels: { "bad key!": "v" } } },
+  { ...cm, metadata: { name: "x", labels: { a: "bad value!" } } },
+])
+  add("Wrapper", `template ${JSON.stringify(template).slice(0, 80)}`, { template });
+for (const typed of [
+  { apiVersion: "x/v1", kind: "Thing", metadata: { name: "t" }, spec: { replicas: 3, extra: 1 }, other: 2 },
+  { apiVersion: "x/v1", kind: "Other", metadata: { name: "no" }, spec: { replicas: 3 } },
+  { apiVersion: "x/v1", kind: "Thing", spec: { replicas: 9 } },
+  { kind: "Thing" },
+  { apiVersion: "x/v1", kind: "Thing", metadata: { name: "t" } },
+])
+  add("Wrapper", `typed ${JSON.stringify(typed).slice(0, 80)}`, { typed });
+
 export const CEL_CASES: readonly CelCase[] = cases;

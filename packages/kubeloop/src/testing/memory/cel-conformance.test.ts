@@ -6,7 +6,7 @@ import type { ApiError, StatusCause } from "../../client/errors.js";
 import type { KubeObject } from "../../client/types.js";
 import { ControlPlane } from "../control-plane.js";
 import { CEL_CASES, type CelCase } from "./cel-cases.js";
-import { RulesKind } from "./cel-rules-kind.js";
+import { RulesKind, WRAPPER_CRD } from "./cel-rules-kind.js";
 import type { CrdLike } from "./kinds.js";
 import { MemoryApiServer } from "./server.js";
 
@@ -30,7 +30,12 @@ const examples = ["pgdatabases", "pgdatabasebackups"].map(
       ),
     ) as CrdLike & KubeObject,
 );
-const crds = [...thirdParty, ...examples, RulesKind.crd() as unknown as CrdLike & KubeObject];
+const crds = [
+  ...thirdParty,
+  ...examples,
+  RulesKind.crd() as unknown as CrdLike & KubeObject,
+  WRAPPER_CRD as CrdLike & KubeObject,
+];
 const served = crds;
 const byKind = new Map(served.map((crd) => [crd.spec.names.kind, crd]));
 

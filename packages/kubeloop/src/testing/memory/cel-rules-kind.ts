@@ -121,3 +121,50 @@ export const RulesKind = defineResource({
     ),
   }),
 });
+
+/** A kind with embedded resources (`x-kubernetes-embedded-resource`): one free-form, one typed with rules. */
+export const WRAPPER_CRD = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: "wrappers.cel.conformance.kubeloop.dev" },
+  spec: {
+    group: "cel.conformance.kubeloop.dev",
+    scope: "Namespaced" as const,
+    names: { plural: "wrappers", singular: "wrapper", kind: "Wrapper" },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            properties: {
+              spec: {
+                type: "object",
+                properties: {
+                  template: {
+                    type: "object",
+                    "x-kubernetes-embedded-resource": true,
+                    "x-kubernetes-preserve-unknown-fields": true,
+                  },
+                  typed: {
+                    type: "object",
+                    "x-kubernetes-embedded-resource": true,
+                    properties: {
+                      spec: { type: "object", properties: { replicas: { type: "integer", maximum: 5 } } },
+                    },
+                    "x-kubernetes-validations": [
+                      { rule: "self.kind == 'Thing'", message: "a Thing" },
+                      { rule: "self.metadata.name != 'no'", message: "not no" },
+                    ],
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};

@@ -1,6 +1,7 @@
 import { isIP, prepareRules, UnsupportedRule } from "../../resources/internal.js";
 import { clone } from "./clone.js";
 import { validateComposition } from "./composition.js";
+import { isEmbedded, pruneEmbedded, validateEmbedded } from "./embedded.js";
 import type { FieldError } from "./errors.js";
 import { NotEmulated } from "./errors.js";
 
@@ -25,21 +26,17 @@ export function checkEmulated(schema: Schema, path = ""): void {
     if (error instanceof UnsupportedRule) throw new NotEmulated(error.message);
     throw error;
   }
-  checkKeywords(schema, path);
-}
-
-function checkKeywords(schema: Schema, path: string): void {
-  if (schema["x-kubernetes-embedded-resource"])
-    throw new NotEmulated(`embedded resources (x-kubernetes-embedded-resource at ${path || "<root>"})`);
-  for (const [name, child] of Object.entries((schema.properties as Record<string, Schema>) ?? {}))
-    checkKeywords(child, path ? `${path}.${name}` : name);
-  if (isObject(schema.items)) checkKeywords(schema.items as Schema, `${path}[*]`);
-  if (isObject(schema.additionalProperties))
-    checkKeywords(schema.additionalProperties as Schema, `${path}[*]`);
 }
 
 /** Drops fields the schema does not know (pruning); returns the pruned value. */
 export function prune(value: Json, schema: Schema | undefined): Json {
+  if (isEmbedded(schema) && isObject(value) && schema?.["x-kubernetes-preserve-unknown-fields"]) {
+    // Unknown fields stay, but metadata is ObjectMeta all the same.
+    const { metadata: _metadata, ...rest } = value;
+    const result: Record<string, unknown> = rest;
+    pruneEmbedded(value, result);
+    return result;
+  }
   if (!schema || schema["x-kubernetes-preserve-unknown-fields"] || schema["x-kubernetes-int-or-string"])
     return value;
   if (Array.isArray(value)) {
@@ -50,6 +47,7 @@ export function prune(value: Json, schema: Schema | undefined): Json {
   const properties = schema.properties as Record<string, Schema> | undefined;
   const additional = schema.additionalProperties;
   const result: Record<string, unknown> = {};
+  if (isEmbedded(schema)) pruneEmbedded(value, result);
   for (const [key, child] of Object.entries(value)) {
     // A null where the schema does not allow one is dropped (then defaulted), as the server does.
     if (child === null && properties?.[key] && !properties[key]?.nullable) continue;
@@ -170,7 +168,10 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
     validateFormat(value, schema, where, errors);
   }
   if (Array.isArray(value)) validateArray(value, schema, where, errors);
-  if (isObject(value)) validateObject(value, schema, where, errors);
+  if (isObject(value)) {
+    if (isEmbedded(schema)) validateEmbedded(value, where, errors);
+    validateObject(value, schema, where, errors);
+  }
 }
 
 /** required, then each property (or map value). */
