@@ -337,6 +337,8 @@ for (const update of [
     update,
   );
 
+add("Rules", "replicas 7 (a rule with a fieldPath and no reason)", { min: 1, max: 9, replicas: 7 });
+
 // The same rules through the other write paths: merge patch, server-side apply, status writes.
 const base = { min: 1, max: 2, ports: [{ name: "a", port: 80 }], tags: { team: "a" } };
 for (const via of ["patch", "apply"] as const) {

@@ -97,6 +97,7 @@ export const RulesKind = defineResource({
           reason: "FieldValueRequired",
         }),
         rule("!has(self.size) || self.size > 0", { message: "size must be positive" }),
+        rule("!has(self.replicas) || self.replicas != 7", { message: "not seven", fieldPath: ".replicas" }),
         rule("!has(self.__namespace__) || self.__namespace__ != 'kube-system'", {
           message: "not kube-system",
         }),
