@@ -12,8 +12,8 @@ import { PgDatabase, PgDatabaseBackup, type PgDatabaseObject } from "../src/reso
 // kubeloop's in-memory API server, one reconcile at a time with a fake clock, and one real
 // PostgreSQL server for the file (the reconciler's other half is SQL; a mock of it would test
 // nothing). The envtest suites (level1…level5, hardened) cover the rest: the backup controller's
-// dumps, restores, kubectl's view, RBAC, and the CRD's CEL rules (immutable databaseName), which
-// the in-memory server refuses (NotEmulated) — so the CRD is served here without them.
+// dumps, restores, kubectl's view and RBAC. The CRD's CEL rules (immutable databaseName) run here
+// too: the in-memory server evaluates them as the API server does.
 
 const NS = "default";
 /** Where the harness's fake clock starts. */
@@ -38,24 +38,13 @@ afterEach(async () => {
   closeServers = undefined;
 });
 
-/** The CRD without its CEL rules (not emulated in memory; the envtest suites check them). */
-function withoutCelRules<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutCelRules) as T;
-  if (typeof value !== "object" || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([key]) => key !== "x-kubernetes-validations")
-      .map(([key, child]) => [key, withoutCelRules(child)]),
-  ) as T;
-}
-
 async function start(adminPassword = pg.password): Promise<ReconcileHarness<PgDatabaseObject>> {
   const operator = pgDatabaseControllers({ backupDir, tools: { binDir: pg.binDir } });
   closeServers = operator.close;
   // The server's timestamps (creationTimestamp: where a schedule starts) follow the harness's clock.
   let clock: ReconcileHarness<PgDatabaseObject>["clock"] | undefined;
   const server = new MemoryApiServer({
-    resources: [withoutCelRules(PgDatabase.crd()), withoutCelRules(PgDatabaseBackup.crd())],
+    resources: [PgDatabase, PgDatabaseBackup],
     now: () => new Date(clock?.now() ?? START),
   });
   harness = await ReconcileHarness.start(operator.pgDatabase, { server });
@@ -160,6 +149,11 @@ describe("PgDatabase reconciler (in memory, real PostgreSQL)", () => {
     await h.reconcileUntilIdle();
     expect(await sql("select datconnlimit from pg_database where datname = 'stock'")).toBe("12");
     expect(reasons(h)).toContain("Warning DriftCorrected");
+    // The database's name, once set, is immutable (a transition rule of the CRD), as on a cluster.
+    await h.client.patch(PgDatabase, "stock", { spec: { databaseName: "stock" } }, { namespace: NS });
+    await expect(
+      h.client.patch(PgDatabase, "stock", { spec: { databaseName: "other" } }, { namespace: NS }),
+    ).rejects.toThrow('spec.databaseName: Invalid value: "other": databaseName is immutable');
   });
 
   it("deletionPolicy Delete drops the database and roles, then lets the object go", async () => {

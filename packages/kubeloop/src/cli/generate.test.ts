@@ -44,6 +44,31 @@ describe("kubeloop generate", () => {
     expect(check.stderr).toContain("Run `kubeloop generate`");
   });
 
+  it("fails on a validation rule that would not compile, naming the kind, the rule, its field and why", () => {
+    writeFileSync(
+      join(dir, "rules.mjs"),
+      resourceModule(`export const Valve = defineResource({
+  group: "gen.kubeloop.dev", version: "v1", kind: "Valve",
+  spec: Type.Object({
+    ports: Type.Array(Type.Object(
+      { port: Type.Integer(), protocol: Type.String() },
+      { "x-kubernetes-validations": [{ rule: "self.prot == 'TCP'" }, { rule: "self.port == 'http'" }, { rule: "self.port > 0" }] },
+    )),
+  }),
+});
+`),
+    );
+    const result = runCli(dir, ["generate", "--resources", "rules.mjs", "--out", "rules-config"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `Valve v1, rule "self.prot == 'TCP'" at spec.ports[*]: undefined field 'prot'`,
+    );
+    expect(result.stderr).toContain(
+      `Valve v1, rule "self.port == 'http'" at spec.ports[*]: found no matching overload for '_==_' applied to '(int, string)'`,
+    );
+    expect(result.stderr).not.toContain("self.port > 0");
+  });
+
   it("says so when the module defines no resources", () => {
     writeFileSync(join(dir, "empty.mjs"), "export const nothing = 1;\n");
     const result = runCli(dir, ["generate", "--resources", "empty.mjs"]);

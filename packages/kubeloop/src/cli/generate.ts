@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { type DeclaredTypes, LEADER_ELECTION_RULES, rbacRoles } from "../controller/index.js";
 import { checkNamespaces } from "../controller/internal.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
+import { checkRules } from "../resources/internal.js";
 import {
   isWebhookDefinition,
   type WebhookTarget,
@@ -73,6 +74,24 @@ interface Definition {
   crd(): CustomResourceDefinition;
 }
 
+/**
+ * Type-checks every `x-kubernetes-validations` rule of every version against the types its schema
+ * declares, as kube-apiserver does when the CRD is applied: a rule that would not compile there
+ * fails here, naming the kind, the rule, where it stands and why.
+ */
+function checkValidationRules(crd: CustomResourceDefinition): void {
+  const problems = crd.spec.versions.flatMap((version) =>
+    checkRules(version.schema.openAPIV3Schema).map(
+      (p) =>
+        `  ${crd.spec.names.kind} ${version.name}, rule ${JSON.stringify(p.rule)} at ${p.path}: ${p.reason}`,
+    ),
+  );
+  if (problems.length)
+    throw new CliError(
+      `validation rules that kube-apiserver would not compile (x-kubernetes-validations):\n${problems.join("\n")}`,
+    );
+}
+
 export async function generateCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -134,6 +153,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const caBundles: string[] = []; // where the manager puts the CA of a certificate it issues itself
   for (const definition of definitions) {
     let crd = definition.crd();
+    checkValidationRules(crd);
     const conversion = webhooks.find(
       (w) =>
         w.paths.convert && w.resource.group === crd.spec.group && w.resource.kind === crd.spec.names.kind,

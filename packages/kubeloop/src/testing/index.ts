@@ -99,6 +99,8 @@ export {
   type RecordedEvent,
   type ServedMemoryApiServer,
   StatusError,
+  type ValidationCause,
+  validate,
   type WebhookLike,
 } from "./memory/index.js";
 export {

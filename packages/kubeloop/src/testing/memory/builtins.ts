@@ -38,16 +38,28 @@ export function validateName(kind: string, name: string, errors: FieldError[]): 
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-export function validateLabels(labels: Record<string, unknown> | undefined, errors: FieldError[]): void {
+const NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+
+/** Label keys without a prefix and label values, as ValidateLabels checks them (`field`: where the labels are). */
+export function validateLabels(
+  labels: Record<string, unknown> | undefined,
+  errors: FieldError[],
+  field = "metadata.labels",
+): void {
   for (const [key, value] of Object.entries(labels ?? {})) {
+    if (!key.includes("/") && (key.length > 63 || !NAME_PART.test(key)))
+      errors.push({
+        type: "FieldValueInvalid",
+        field,
+        message: `Invalid value: ${JSON.stringify(key)}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+      });
     if (typeof value !== "string" || value.length > 63 || !LABEL_VALUE.test(value)) {
       errors.push({
         type: "FieldValueInvalid",
-        field: "metadata.labels",
+        field,
         message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
       });
     }
-    void key;
   }
 }
 

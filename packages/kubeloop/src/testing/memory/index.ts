@@ -9,3 +9,4 @@ export {
 export type { ServedMemoryApiServer } from "./https.js";
 export { DEFAULT_HISTORY, MemoryApiServer, type MemoryApiServerOptions, type WebhookLike } from "./server.js";
 export { MemoryTransport } from "./transport.js";
+export { type ValidationCause, validate } from "./validate.js";

@@ -1,3 +1,4 @@
+import { hasValidationRules, validateRules } from "../../resources/internal.js";
 import { builtinListTypes, type ListTypes, schemaListTypes } from "./apply.js";
 import { applyBuiltinDefaults, validateBuiltin, validateLabels } from "./builtins.js";
 import { type FieldError, invalid } from "./errors.js";
@@ -38,12 +39,36 @@ export function normalise(kind: KindInfo, object: Obj, old: Obj | undefined): vo
     );
     for (const e of errors) e.field = e.field.replace(/^\./, "");
     for (const e of errors) e.message = e.message.replaceAll(/: \.([a-zA-Z])/g, ": $1");
+    celRules(kind.schema, object, old, errors);
   } else {
     applyBuiltinDefaults(apiVersionOf(kind), kind.kind, object);
     validateBuiltin(apiVersionOf(kind), kind.kind, object, errors);
   }
   if (errors.length) throw invalid(kind.group, kind.kind, String(object.metadata.name ?? ""), errors);
-  void old;
+}
+
+/** Schema errors that stop the server from running CEL rules (apiextensions' hasBlockingErr). */
+const BLOCKING = new Set([
+  "FieldValueNotSupported",
+  "FieldValueRequired",
+  "FieldValueTooLong",
+  "FieldValueTooMany",
+  "FieldValueTypeInvalid",
+]);
+
+/** `x-kubernetes-validations`, after the schema's own checks, as the server orders them. */
+function celRules(schema: Obj, object: Obj, old: Obj | undefined, errors: FieldError[]): void {
+  if (!hasValidationRules(schema)) return;
+  if (errors.some((e) => BLOCKING.has(e.type))) {
+    errors.push({
+      type: "FieldValueInvalid",
+      field: "<nil>",
+      message:
+        "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+    });
+    return;
+  }
+  errors.push(...validateRules(object, schema, { ...(old ? { old } : {}), resourceRoot: true }));
 }
 
 export function checkCrd(crd: Obj): void {

@@ -1,12 +1,15 @@
+import { isIP, prepareRules, UnsupportedRule } from "../../resources/internal.js";
 import { clone } from "./clone.js";
+import { validateComposition } from "./composition.js";
+import { isEmbedded, pruneEmbedded, validateEmbedded } from "./embedded.js";
 import type { FieldError } from "./errors.js";
 import { NotEmulated } from "./errors.js";
 
 /**
  * A custom resource's structural schema at work, as kube-apiserver applies it: unknown fields
  * pruned, defaults filled in, then validation with the server's messages. CEL rules
- * (`x-kubernetes-validations`) are refused: no CEL implementation for TypeScript covers the
- * Kubernetes CEL libraries and cost limits, so a rule could pass here and fail there.
+ * (`x-kubernetes-validations`) run in resources/cel; a rule using a part of CEL not emulated there
+ * is refused when the CRD is served, naming the rule.
  */
 
 type Schema = Record<string, unknown>;
@@ -17,21 +20,23 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 /** Refuses schemas with features not emulated, once, when the CRD is created. */
 export function checkEmulated(schema: Schema, path = ""): void {
-  if (schema["x-kubernetes-validations"])
-    throw new NotEmulated(`CEL validation rules (x-kubernetes-validations at ${path || "<root>"})`);
-  if (schema["x-kubernetes-embedded-resource"])
-    throw new NotEmulated(`embedded resources (x-kubernetes-embedded-resource at ${path || "<root>"})`);
-  for (const key of ["allOf", "anyOf", "oneOf", "not"])
-    if (schema[key]) throw new NotEmulated(`the "${key}" schema keyword (at ${path || "<root>"})`);
-  for (const [name, child] of Object.entries((schema.properties as Record<string, Schema>) ?? {}))
-    checkEmulated(child, path ? `${path}.${name}` : name);
-  if (isObject(schema.items)) checkEmulated(schema.items as Schema, `${path}[*]`);
-  if (isObject(schema.additionalProperties))
-    checkEmulated(schema.additionalProperties as Schema, `${path}[*]`);
+  try {
+    prepareRules(schema, path);
+  } catch (error) {
+    if (error instanceof UnsupportedRule) throw new NotEmulated(error.message);
+    throw error;
+  }
 }
 
 /** Drops fields the schema does not know (pruning); returns the pruned value. */
 export function prune(value: Json, schema: Schema | undefined): Json {
+  if (isEmbedded(schema) && isObject(value) && schema?.["x-kubernetes-preserve-unknown-fields"]) {
+    // Unknown fields stay, but metadata is ObjectMeta all the same.
+    const { metadata: _metadata, ...rest } = value;
+    const result: Record<string, unknown> = rest;
+    pruneEmbedded(value, result);
+    return result;
+  }
   if (!schema || schema["x-kubernetes-preserve-unknown-fields"] || schema["x-kubernetes-int-or-string"])
     return value;
   if (Array.isArray(value)) {
@@ -42,6 +47,7 @@ export function prune(value: Json, schema: Schema | undefined): Json {
   const properties = schema.properties as Record<string, Schema> | undefined;
   const additional = schema.additionalProperties;
   const result: Record<string, unknown> = {};
+  if (isEmbedded(schema)) pruneEmbedded(value, result);
   for (const [key, child] of Object.entries(value)) {
     // A null where the schema does not allow one is dropped (then defaulted), as the server does.
     if (child === null && properties?.[key] && !properties[key]?.nullable) continue;
@@ -99,6 +105,7 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
       });
     return;
   }
+  validateComposition(value, schema, where, errors, validate);
   if (schema["x-kubernetes-int-or-string"]) {
     if (typeof value !== "string" && !Number.isInteger(value))
       errors.push({
@@ -106,6 +113,8 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
         field: where,
         message: `Invalid value: ${goValue(value)}: ${where} in body must be of type integer,string: ${JSON.stringify(typeOf(value))}`,
       });
+    // A string is still checked against the string keywords (a Quantity's pattern).
+    if (typeof value === "string") validateString(value, schema, where, errors);
     return;
   }
   const type = schema.type as string | undefined;
@@ -155,54 +164,126 @@ export function validate(value: Json, schema: Schema | undefined, path: string, 
       });
   }
   if (typeof value === "string") {
-    const length = [...value].length;
-    if (schema.minLength !== undefined && length < (schema.minLength as number))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should be at least ${schema.minLength} chars long`,
-      });
-    if (schema.maxLength !== undefined && length > (schema.maxLength as number))
-      errors.push({
-        type: "FieldValueTooLong",
-        field: where,
-        message: `Too long: may not be more than ${schema.maxLength} bytes`,
-      });
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern as string, "u").test(value))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should match '${schema.pattern}'`,
-      });
+    validateString(value, schema, where, errors);
+    validateFormat(value, schema, where, errors);
   }
-  if (Array.isArray(value)) {
-    if (schema.minItems !== undefined && value.length < (schema.minItems as number))
-      errors.push({
-        type: "FieldValueInvalid",
-        field: where,
-        message: `Invalid value: ${value.length}: ${where} in body should have at least ${schema.minItems} items`,
-      });
-    if (schema.maxItems !== undefined && value.length > (schema.maxItems as number))
-      errors.push({
-        type: "FieldValueTooMany",
-        field: where,
-        message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
-      });
-    for (const [i, item] of value.entries())
-      validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
-  }
+  if (Array.isArray(value)) validateArray(value, schema, where, errors);
   if (isObject(value)) {
-    const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
-    for (const name of (schema.required as string[] | undefined) ?? [])
-      if (value[name] === undefined)
-        errors.push({ type: "FieldValueRequired", field: `${where}.${name}`, message: "Required value" });
-    for (const [name, child] of Object.entries(value)) {
-      const childSchema =
-        properties[name] ??
-        (isObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : undefined);
-      validate(child, childSchema, `${where}.${name}`, errors);
-    }
+    if (isEmbedded(schema)) validateEmbedded(value, where, errors);
+    validateObject(value, schema, where, errors);
   }
+}
+
+/** required, then each property (or map value). */
+function validateObject(
+  value: Record<string, unknown>,
+  schema: Schema,
+  where: string,
+  errors: FieldError[],
+): void {
+  const properties = (schema.properties as Record<string, Schema> | undefined) ?? {};
+  for (const name of (schema.required as string[] | undefined) ?? [])
+    if (value[name] === undefined)
+      errors.push({ type: "FieldValueRequired", field: `${where}.${name}`, message: "Required value" });
+  for (const [name, child] of Object.entries(value)) {
+    const childSchema =
+      properties[name] ??
+      (isObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : undefined);
+    validate(child, childSchema, `${where}.${name}`, errors);
+  }
+}
+
+/** minItems, maxItems, list-type duplicates, then each item. */
+function validateArray(value: Json[], schema: Schema, where: string, errors: FieldError[]): void {
+  if (schema.minItems !== undefined && value.length < (schema.minItems as number))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${value.length}: ${where} in body should have at least ${schema.minItems} items`,
+    });
+  if (schema.maxItems !== undefined && value.length > (schema.maxItems as number))
+    errors.push({
+      type: "FieldValueTooMany",
+      field: where,
+      message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`,
+    });
+  validateListType(value, schema, where, errors);
+  for (const [i, item] of value.entries())
+    validate(item, schema.items as Schema | undefined, `${where}[${i}]`, errors);
+}
+
+/**
+ * `x-kubernetes-list-type: map` and `set`: an item whose keys (or, in a set, whose value) an
+ * earlier item already has is a Duplicate at its index, as apiextensions' list-type validation
+ * reports it (the keys shown as a JSON object).
+ */
+function validateListType(value: Json[], schema: Schema, where: string, errors: FieldError[]): void {
+  const type = schema["x-kubernetes-list-type"];
+  if (type !== "map" && type !== "set") return;
+  const keys = (schema["x-kubernetes-list-map-keys"] as string[] | undefined) ?? [];
+  const seen = new Set<string>();
+  for (const [i, item] of value.entries()) {
+    const identity =
+      type === "map" && isObject(item)
+        ? JSON.stringify(
+            Object.fromEntries(
+              keys
+                .filter((k) => item[k] !== undefined)
+                .sort()
+                .map((k) => [k, item[k]]),
+            ),
+          )
+        : JSON.stringify(item);
+    if (seen.has(identity))
+      errors.push({
+        type: "FieldValueDuplicate",
+        field: `${where}[${i}]`,
+        message: `Duplicate value: ${identity}`,
+      });
+    seen.add(identity);
+  }
+}
+
+/**
+ * The string formats the server checks that kubeloop checks too (the others pass unchecked):
+ * `ipv4` and `ipv6`, as Go's net.ParseIP with a dot or a colon in the text.
+ */
+const FORMATS: Record<string, (value: string) => boolean> = {
+  ipv4: (v) => isIP(v) && v.includes("."),
+  ipv6: (v) => isIP(v) && v.includes(":"),
+};
+
+function validateFormat(value: string, schema: Schema, where: string, errors: FieldError[]): void {
+  const check = FORMATS[schema.format as string];
+  if (check && !check(value))
+    errors.push({
+      type: "FieldValueTypeInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body must be of type ${schema.format}: ${JSON.stringify(value)}`,
+    });
+}
+
+/** maxLength, then minLength, then pattern: like kube-openapi, only the first that fails is reported. */
+function validateString(value: string, schema: Schema, where: string, errors: FieldError[]): void {
+  const length = [...value].length;
+  if (schema.maxLength !== undefined && length > (schema.maxLength as number))
+    errors.push({
+      type: "FieldValueTooLong",
+      field: where,
+      message: `Too long: may not be more than ${schema.maxLength} bytes`,
+    });
+  else if (schema.minLength !== undefined && length < (schema.minLength as number))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should be at least ${schema.minLength} chars long`,
+    });
+  else if (schema.pattern !== undefined && !new RegExp(schema.pattern as string, "u").test(value))
+    errors.push({
+      type: "FieldValueInvalid",
+      field: where,
+      message: `Invalid value: ${JSON.stringify(value)}: ${where} in body should match '${schema.pattern}'`,
+    });
 }
 
 /** The schema of the object's top-level field, e.g. `spec`, for status-only work. */

@@ -221,16 +221,36 @@ describe("MemoryApiServer", () => {
     ).rejects.toBeInstanceOf(NotEmulated);
   });
 
-  it("refuses CRDs with CEL rules, naming the rule's place", () => {
-    const Ruled = defineResource({
+  it("refuses CRDs whose CEL rules use a part of CEL it does not emulate, naming the rule and its place", () => {
+    const ruled = (rule: string) =>
+      defineResource({
+        group: "unit.kubeloop.dev",
+        version: "v1",
+        kind: "Ruled",
+        spec: Type.Object({ a: Type.String() }, { "x-kubernetes-validations": [{ rule }] }),
+      });
+    expect(
+      () => new MemoryApiServer({ resources: [ruled("quantity(self.a).isGreaterThan(quantity('1'))")] }),
+    ).toThrow(
+      `the CEL rule "quantity(self.a).isGreaterThan(quantity('1'))" at spec (it uses the CEL function isGreaterThan())`,
+    );
+    expect(() => new MemoryApiServer({ resources: [ruled("self.?a.orValue('') != ''")] })).toThrow(
+      "(it uses optional types",
+    );
+    expect(() => new MemoryApiServer({ resources: [ruled("sets.contains([self.a], ['x'])")] })).toThrow(
+      "(it uses the CEL function sets.contains())",
+    );
+    expect(() => new MemoryApiServer({ resources: [ruled("self.a.size() > 0")] })).not.toThrow();
+    const optional = defineResource({
       group: "unit.kubeloop.dev",
       version: "v1",
-      kind: "Ruled",
-      spec: Type.Object({ a: Type.Integer() }, { "x-kubernetes-validations": [{ rule: "self.a > 0" }] }),
+      kind: "Optional",
+      spec: Type.Object(
+        { a: Type.String() },
+        { "x-kubernetes-validations": [{ rule: "self.a != ''", optionalOldSelf: true }] },
+      ),
     });
-    expect(() => new MemoryApiServer({ resources: [Ruled] })).toThrow(
-      /CEL validation rules \(x-kubernetes-validations at spec\)/,
-    );
+    expect(() => new MemoryApiServer({ resources: [optional] })).toThrow("(it uses optionalOldSelf");
   });
 
   it("counts generations only for spec changes of a custom resource with a status subresource", async () => {

@@ -263,7 +263,10 @@ export class Writes {
         metadata: { ...metadata, resourceVersion: old.metadata.resourceVersion },
       });
     }
-    if (kind.kind === "CustomResourceDefinition" && route.subresource !== "status") serveCrd(this.s, object);
+    if (kind.kind === "CustomResourceDefinition" && route.subresource !== "status") {
+      checkCrd(object); // a changed schema's rules are checked as a new CRD's are
+      serveCrd(this.s, object);
+    }
     this.s.store(kind, key, object);
     this.s.record(kind, "MODIFIED", object, old);
     return this.s.output(kind, object);
