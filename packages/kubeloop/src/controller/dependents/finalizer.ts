@@ -1,5 +1,11 @@
 import type { KubeObject } from "../../client/index.js";
-import { addFinalizer, hasFinalizer, isDeleting, removeFinalizer } from "../../resources/index.js";
+import {
+  addFinalizer,
+  type FinalizerOptions,
+  hasFinalizer,
+  isDeleting,
+  removeFinalizer,
+} from "../../resources/index.js";
 import type { ReconcileContext } from "../context.js";
 import { done, type ReconcileResult } from "../result.js";
 
@@ -17,7 +23,8 @@ export type FinalizerEvent<T extends KubeObject> =
  *   finalizer (the object may then go), `after(…)` keeps it and looks again, a thrown error keeps
  *   it and retries with backoff. Cleanup may run more than once: make it idempotent;
  * - being deleted without it, or already gone (`ctx.deleted`): nothing left to do, `done()`.
- * So a reconcile written with it never checks `ctx.deleted` or `isDeleting` itself.
+ * So a reconcile written with it never checks `ctx.deleted` or `isDeleting` itself. `options`
+ * name the field manager of the finalizer writes (and their conflict retries).
  *
  * @example
  * ```ts
@@ -37,15 +44,16 @@ export async function finalizer<T extends KubeObject>(
   ctx: ReconcileContext<T>,
   name: string,
   reconcile: (event: FinalizerEvent<T>) => ReconcileResult | Promise<ReconcileResult>,
+  options: FinalizerOptions = {},
 ): Promise<ReconcileResult> {
   if (ctx.deleted) return done();
   if (!isDeleting(object)) {
-    const live = hasFinalizer(object, name) ? object : await addFinalizer(ctx.client, object, name);
+    const live = hasFinalizer(object, name) ? object : await addFinalizer(ctx.client, object, name, options);
     return reconcile({ type: "apply", object: live });
   }
   if (!hasFinalizer(object, name)) return done();
   const result = await reconcile({ type: "cleanup", object });
   if (result.kind !== "done") return result;
-  await removeFinalizer(ctx.client, object, name);
+  await removeFinalizer(ctx.client, object, name, options);
   return done();
 }

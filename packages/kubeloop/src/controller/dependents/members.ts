@@ -11,8 +11,8 @@ import {
 import type { Declaration, Unwanted } from "./types.js";
 
 /**
- * The set's members as the API server has them now (not the cache: a member must be seen even
- * when its kind is not watched), and the two ways one leaves the set.
+ * The set's members (from the controller's cache where it has one, else from the API server),
+ * and the two ways one leaves the set.
  */
 
 /** A member of the set, with the type it was listed as. */
@@ -27,7 +27,7 @@ export interface Member {
 export const describe = (member: Member) => `${member.type.kind}/${member.object.metadata?.name ?? ""}`;
 
 /**
- * Lists the members of every kind the parent lists or the declaration names (that is served): one
+ * Lists the members of every kind the declaration names (that is served): from the cache or one
  * labelled list per kind, in the primary's namespace (cluster-wide for cluster-scoped kinds). Only
  * objects carrying the set's id, and controlled by this primary when they have a controller, are
  * members: someone else's object of the same kind and labels never is.
@@ -48,19 +48,13 @@ export async function listMembers<P extends KubeObject>(
         "the ApplySet lists a kind no dependent declares: its members are kept",
       );
   const lists = await Promise.all(
-    [...types.values()].map(async (type) => {
-      const namespace = type.namespaced === false ? {} : { namespace: ctx.namespace ?? "" };
-      const list = await ctx.client.list(type, {
-        ...namespace,
-        labelSelector: `${APPLYSET_PART_OF_LABEL}=${id}`,
-        signal: ctx.signal,
-      });
-      return list.items.map((object) => ({
+    [...types.values()].map(async (type) =>
+      (await membersOfType(type, id, ctx)).map((object) => ({
         type,
         object,
         dependent: object.metadata?.labels?.[DEPENDENT_LABEL],
-      }));
-    }),
+      })),
+    ),
   );
   const uid = primary.metadata?.uid;
   return lists.flat().filter(({ object }) => {
@@ -72,6 +66,32 @@ export async function listMembers<P extends KubeObject>(
     );
     return false;
   });
+}
+
+/**
+ * The objects of one kind carrying the set's id: from the controller's cache when it has one for
+ * the kind (`.owns(…)`: no request per reconcile, and read-your-writes makes sure it shows this
+ * controller's own writes), else one labelled list from the API server. A cache that lags can only
+ * make a prune late, never wrong: what is deleted is decided from what is wanted now, by uid.
+ */
+async function membersOfType<P extends KubeObject>(
+  type: ResourceType,
+  id: string,
+  ctx: ReconcileContext<P>,
+): Promise<KubeObject[]> {
+  const namespace = type.namespaced === false ? undefined : (ctx.namespace ?? "");
+  const where = namespace ? { namespace } : {};
+  try {
+    return ctx.cache.list(type, { ...where, labels: { [APPLYSET_PART_OF_LABEL]: id } });
+  } catch {
+    // Not cached by this controller (no .owns of the kind, or another namespace): ask the server.
+  }
+  const list = await ctx.client.list(type, {
+    ...where,
+    labelSelector: `${APPLYSET_PART_OF_LABEL}=${id}`,
+    signal: ctx.signal,
+  });
+  return list.items;
 }
 
 /** Whether the API server serves the type (discovery, refreshed on a miss). */
