@@ -29,21 +29,20 @@ const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
  *
  * @example
  * ```ts
- * import { controller, dependents, done, readiness } from "kubeloop";
+ * import { controller, dependents, readiness } from "kubeloop";
  * import { ConfigMap, Deployment } from "kubeloop/k8s";
  *
- * const children = dependents(ConfigMap)
- *   .child("settings", ConfigMap, (cm) => ({
- *     apiVersion: "v1", kind: "ConfigMap",
- *     metadata: { name: `${cm.metadata?.name}-copy`, namespace: cm.metadata?.namespace ?? "" },
- *     data: cm.data ?? {},
- *   }))
- *   .child("web", Deployment, (cm) => (cm.data?.web === "on" ? webFor(cm) : undefined), {
- *     dependsOn: ["settings"],
+ * const children = dependents(Site)
+ *   .child("config", ConfigMap, (site) => configFor(site))
+ *   .child("web", Deployment, (site: SiteObject) => (site.spec.serve ? webFor(site) : undefined), {
+ *     dependsOn: ["config"],
  *     ready: readiness.deployment,
  *   });
  *
- * controller(ConfigMap).reconcile(async (cm, ctx) => (await children.reconcile(cm, ctx)).result);
+ * controller(Site)
+ *   .owns(ConfigMap)
+ *   .owns(Deployment)
+ *   .reconcile(async (site, ctx) => (await children.reconcile(site, ctx)).result);
  * ```
  */
 export class Dependents<P extends KubeObject> {
