@@ -14,14 +14,15 @@ import type {
 } from "./types.js";
 
 /**
- * One reconcile of a declaration, in four steps, each safe to stop after (a crash, a restart):
- * 1. the parent lists every kind it may have members of (before any member of a new kind exists,
- *    so a member is never made that a later pass could not find);
+ * One reconcile of a declaration, in three steps, each safe to stop after (a crash, a restart):
+ * 1. the parent lists every kind it may have members of: the kinds it listed before and every
+ *    declared kind that is served, written before any member of a new kind exists, so a member is
+ *    never made that a later pass could not find (the list does not shrink with each pass's
+ *    wants: a kind that comes and goes would cost two writes of the parent per reconcile);
  * 2. the children, wave by wave: applied with the set's label, then read for readiness; a child
  *    whose dependencies are not ready is not touched;
  * 3. the members no child wants any more are deleted (or orphaned); a blocked child's are kept,
- *    since what it would want is not known;
- * 4. the parent's kind list shrinks to what is left, and the condition says where things stand.
+ *    since what it would want is not known. Then the condition says where things stand.
  */
 
 /** Where one declared child stands after this pass. */
@@ -52,7 +53,7 @@ export async function reconcileDependents<P extends KubeObject>(
   );
   const isOn = (type: ResourceType) => served.get(type) === true;
   const activeKinds = declaration.nodes.filter((n) => isOn(n.type)).map((n) => groupKindOf(n.type));
-  let parent = await writeParent(declaration, primary, ctx, [...listedGroupKinds(primary), ...activeKinds]);
+  const parent = await writeParent(declaration, primary, ctx, [...listedGroupKinds(primary), ...activeKinds]);
 
   const states = new Map<string, State>();
   const applied = appliedView(states);
@@ -67,15 +68,6 @@ export async function reconcileDependents<P extends KubeObject>(
 
   const members = await listMembers(declaration, parent, ctx, isOn);
   const pruned = await prune(declaration, members, states, primary, ctx);
-  if (![...states.values()].some((s) => s.kind === "blocked" || s.kind === "inactive")) {
-    const declared = new Set(declaration.nodes.map((n) => groupKindOf(n.type)));
-    const left = members.filter((m) => !pruned.includes(describe(m))).map((m) => groupKindOf(m.type));
-    const appliedKinds = declaration.nodes
-      .filter((n) => states.get(n.name)?.kind === "applied")
-      .map((n) => groupKindOf(n.type));
-    const undeclared = listedGroupKinds(parent).filter((gk) => !declared.has(gk));
-    parent = await writeParent(declaration, parent, ctx, [...undeclared, ...left, ...appliedKinds]);
-  }
   const waitingFor = firstWaiting(declaration, states);
   const condition = conditionOf(declaration, waitingFor);
   await report(declaration, parent, ctx, condition, waitingFor);
