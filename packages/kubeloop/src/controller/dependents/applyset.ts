@@ -16,9 +16,13 @@ import { groupOf } from "../../resources/internal.js";
  * copied onto another object cannot make it a member of a set its parent does not name.
  */
 
+/** The parent's label: its set id ({@link applySetId}). */
 export const APPLYSET_ID_LABEL = "applyset.kubernetes.io/id";
+/** Each member's label: the id of the set it belongs to. */
 export const APPLYSET_PART_OF_LABEL = "applyset.kubernetes.io/part-of";
+/** The parent's annotation: the tool that manages the set (`kubeloop/v1`). */
 export const APPLYSET_TOOLING_ANNOTATION = "applyset.kubernetes.io/tooling";
+/** The parent's annotation: the group-kinds its members may have, sorted, comma-separated. */
 export const APPLYSET_GROUP_KINDS_ANNOTATION = "applyset.kubernetes.io/contains-group-kinds";
 /** Which declared child a member was made for: its name in the dependents declaration. */
 export const DEPENDENT_LABEL = "kubeloop.dev/dependent";
