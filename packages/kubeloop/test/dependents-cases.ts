@@ -289,13 +289,17 @@ export function dependentsCases(backend: () => Backend): void {
     await until(async () => (await condition("p", ns))?.status === "True", 20_000, "DependentsReady=True");
   });
 
-  it("activates a child when its kind's CRD appears, without a restart", async () => {
+  it("activates a child when its kind's CRD appears, without a restart; one not wanted waits for nothing", async () => {
     const ns = await backend().namespace();
     const children = dependents(Counter, { recheckServed: "300ms" }).child(
       "gadget",
       Gadget,
-      (c) => ({ apiVersion: Gadget.apiVersion, kind: Gadget.kind, metadata: meta(c, "g") }),
-      { activeWhenServed: true },
+      (c) => ({
+        apiVersion: Gadget.apiVersion,
+        kind: Gadget.kind,
+        metadata: meta(c, `${c.metadata?.name}-g`),
+      }),
+      { activeWhenServed: true, when: (c) => c.spec?.gadget !== false },
     );
     await run(
       controller(Counter)
@@ -304,8 +308,10 @@ export function dependentsCases(backend: () => Backend): void {
         .reconcile(async (c, ctx) => (await children.reconcile(c, ctx)).result),
     );
     await counter("p", ns, {});
+    await counter("q", ns, { gadget: false });
     await until(async () => (await condition("p", ns))?.reason === "NotServed", 20_000, "NotServed");
     expect((await condition("p", ns))?.message).toContain('"gadget"');
+    await until(async () => (await condition("q", ns))?.status === "True", 20_000, "q: nothing to wait for");
     await backend().installCrd(GADGET_CRD);
     await until(
       async () => (await backend().client.list(Gadget, { namespace: ns })).items.length === 1,

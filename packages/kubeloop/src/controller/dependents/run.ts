@@ -87,10 +87,11 @@ async function reconcileChild<P extends KubeObject>(
   isOn: (type: ResourceType) => boolean,
 ): Promise<State> {
   if (node.dependsOn.some((name) => !satisfied(states.get(name)))) return { kind: "blocked" };
-  if (!isOn(node.type)) return { kind: "inactive" };
   if (node.options.when && !node.options.when(primary)) return { kind: "unwanted" };
   const desired = node.desired(primary, applied);
   const list = (desired === undefined ? [] : Array.isArray(desired) ? desired : [desired]) as KubeObject[];
+  // Not served matters only for a child that is wanted: one that is not waits for nothing.
+  if (list.length > 0 && !isOn(node.type)) return { kind: "inactive" };
   if (!node.bulk && list.length > 1)
     throw new TypeError(
       `dependent "${node.name}" is single but its function returned a list: declare it with children(…)`,
