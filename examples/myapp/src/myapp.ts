@@ -1,5 +1,6 @@
 import { after, controller, dependents, done, type ObjectOf } from "kubeloop";
 import { Deployment, Service } from "kubeloop/k8s";
+import { isDeleting } from "kubeloop/resources";
 import { OPERATOR_NAME, reconcileApp, reportWaiting } from "./app.ts";
 import {
   CRD_POLL,
@@ -51,7 +52,8 @@ export const myAppController = controller(MyApp)
     verbs: ["get", "list", "create", "update", "patch", "delete"],
   })
   .reconcile(async (app, ctx) => {
-    if (ctx.deleted) return done(); // the Deployment, Service and PgDatabase go with it (garbage collection)
+    // The Deployment, Service and PgDatabase go with it (garbage collection): nothing to apply.
+    if (ctx.deleted || isDeleting(app)) return done();
     const database = app.spec.database;
     if (database?.enabled && !database.serverSecret) {
       await reportWaiting(app, ctx, SERVER_MISSING);

@@ -471,4 +471,37 @@ export function dependentsCases(backend: () => Backend): void {
     );
     expect(await exists(Secret, "settings", ns)).toBe(false);
   });
+
+  it("does nothing for a primary being deleted (no error, nothing applied): the deletion is cleanup's", async () => {
+    const ns = await backend().namespace();
+    const children = configsAndToken();
+    const outcomes: boolean[] = [];
+    await run(
+      controller(Counter)
+        .named("deleting")
+        .inNamespace(ns)
+        .owns(ConfigMap)
+        .reconcile(async (c, ctx) => {
+          const outcome = await children.reconcile(c, ctx);
+          outcomes.push(outcome.ready);
+          return outcome.result;
+        }),
+    );
+    await backend().client.create({
+      apiVersion: Counter.apiVersion,
+      kind: Counter.kind,
+      metadata: { name: "p", namespace: ns, finalizers: ["test.kubeloop.dev/hold"] },
+      spec: { configs: ["a"] },
+    });
+    await until(async () => exists(ConfigMap, "a", ns), 20_000, "the child");
+    await backend().client.delete(Counter, "p", { namespace: ns });
+    await until(() => outcomes.at(-1) === false, 20_000, "a reconcile of the deleting primary");
+    expect(events.filter((e) => e.reason === "ReconcileError")).toEqual([]);
+    await backend().client.patch(
+      Counter,
+      "p",
+      { metadata: { finalizers: null } },
+      { namespace: ns, type: "merge" },
+    );
+  });
 }

@@ -89,7 +89,8 @@ export class Dependents<P extends KubeObject> {
   /**
    * Applies the wanted children in dependency order (independent ones together), stops where one
    * is not ready, deletes those made before and no longer wanted, and writes the condition.
-   * Call it from the reconcile of a live primary; on deletion, call {@link Dependents.cleanup}.
+   * Call it from the reconcile of a live primary; on deletion, call {@link Dependents.cleanup}. For
+   * a primary being deleted it does nothing (`ready` false, `waitingFor` undefined, `done()`).
    */
   reconcile(primary: P, ctx: ReconcileContext<P>): Promise<DependentsOutcome> {
     return reconcileDependents(this.declaration(), primary, ctx);

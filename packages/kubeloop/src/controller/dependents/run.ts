@@ -40,10 +40,9 @@ export async function reconcileDependents<P extends KubeObject>(
   primary: P,
   ctx: ReconcileContext<P>,
 ): Promise<DependentsOutcome> {
-  if (ctx.deleted || isDeleting(primary))
-    throw new Error(
-      `dependents: ${declaration.primary.kind} ${ctx.key} is being deleted; call cleanup(…) (e.g. from a finalizer's cleanup), not reconcile(…)`,
-    );
+  // Being deleted (garbage collection, or a finalizer's cleanup still to come): nothing is applied,
+  // nothing written; `cleanup(…)` is the pass for a deletion.
+  if (ctx.deleted || isDeleting(primary)) return deleting(declaration);
   checkTooling(primary);
   const served = new Map<ResourceType, boolean>();
   await Promise.all(
@@ -75,6 +74,19 @@ export async function reconcileDependents<P extends KubeObject>(
     ? done()
     : after(waitingFor.reason === "NotServed" ? declaration.recheckServedMs : declaration.pollMs);
   return { ready: !waitingFor, waitingFor, applied, pruned, condition, result };
+}
+
+/** The outcome for a primary being deleted: not ready, nothing applied or pruned, nothing to wait for. */
+function deleting<P extends KubeObject>(declaration: Declaration<P>): DependentsOutcome {
+  const type = declaration.condition || "DependentsReady";
+  return {
+    ready: false,
+    waitingFor: undefined,
+    applied: appliedView(new Map()),
+    pruned: [],
+    condition: { type, status: false, reason: "Deleting", message: "the primary is being deleted" },
+    result: done(),
+  };
 }
 
 async function reconcileChild<P extends KubeObject>(
