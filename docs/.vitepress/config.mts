@@ -58,6 +58,7 @@ export default defineConfig({
           { text: "Overview", link: "/concepts" },
           { text: "Architecture: layers and API", link: "/architecture" },
           { text: "Kubernetes types", link: "/types" },
+          { text: "Dependents: children declared", link: "/dependents" },
           { text: "Testing", link: "/testing" },
           { text: "Observability", link: "/observability" },
           { text: "Leader election and sharding", link: "/scale-out" },

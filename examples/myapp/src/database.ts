@@ -1,21 +1,23 @@
-import { type KubeObject, type ReconcileContext, resourceType } from "kubeloop";
-import { NotFound, UnknownKind } from "kubeloop/client";
+import { type KubeObject, resourceType } from "kubeloop";
+import type { Waiting } from "kubeloop/controller";
 import type { AppView, Dependencies } from "./app.ts";
 
 /**
  * Composition across operators: with `spec.database.enabled`, a MyApp owns a PgDatabase (the PgDatabase
  * operator's resource, `db.example.com/v1alpha1`), waits until it is Ready, and wires the
  * credentials Secret the PgDatabase operator writes into its pods (`DATABASE_URL` from its `uri` key).
- * Deleting the MyApp deletes the PgDatabase (owner reference), and the PgDatabase operator applies its
- * `deletionPolicy` (default: a final snapshot, then drop).
+ * The PgDatabase is a declared dependent (myapp.ts): switching the database off, or deleting the
+ * MyApp, deletes it, and the PgDatabase operator applies its `deletionPolicy` (default: a final
+ * snapshot, then drop).
  *
  * MyApp depends on PgDatabase's API, not its code: the few fields it reads are typed here. It reads
  * PgDatabases rather than watching them, because a watch of a kind whose CRD is not installed would
  * keep the manager's caches from syncing (every MyApp, with a database or not, would stall): a
- * missing CRD is instead a `DatabaseReady=False` condition naming it, looked at again every minute.
+ * missing CRD is instead a `DatabaseReady=False` condition naming it, looked at again every minute
+ * (the dependent is active only while the kind is served).
  */
 
-interface PgDatabaseObject extends KubeObject {
+export interface PgDatabaseObject extends KubeObject {
   spec: { server: { secretName: string }; [field: string]: unknown };
   status?: {
     phase?: string;
@@ -31,80 +33,63 @@ export const PgDatabase = resourceType<PgDatabaseObject>("db.example.com/v1alpha
 export const PGDATABASE_CRD = "pgdatabases.db.example.com";
 
 /** While the database comes up, look again this often (its status is read, not watched). */
-const DATABASE_POLL = "3s";
+export const DATABASE_POLL = "3s";
 /** A missing CRD is installed by a person: once a minute is soon enough and costs nothing. */
-const CRD_POLL = "1m";
-
-export type DatabaseState =
-  | { ready: true; env: Dependencies["env"] }
-  | { ready: false; reason: string; message: string; retryAfter: string };
+export const CRD_POLL = "1m";
 
 export const databaseName = (app: AppView) => `${app.metadata?.name ?? ""}-db`;
 
-/** Ensures the app's PgDatabase and reports whether it is usable, with the env that wires it. */
-export async function ensureDatabase<T extends KubeObject>(
-  app: AppView,
-  ctx: ReconcileContext<T>,
-): Promise<DatabaseState> {
-  const database = app.spec.database;
-  if (!database?.serverSecret)
-    return {
-      ready: false,
-      reason: "DatabaseServerMissing",
-      message:
-        "spec.database.serverSecret must name the PgDatabase server Secret (host, port, username, password)",
-      retryAfter: CRD_POLL,
-    };
-  try {
-    await ctx.client.resolve(PgDatabase);
-  } catch (error) {
-    if (!(error instanceof UnknownKind)) throw error;
-    return {
-      ready: false,
-      reason: "PgDatabaseNotInstalled",
-      message: `spec.database.enabled needs the PgDatabase operator, but its CRD (${PGDATABASE_CRD}) is not installed: install it, or set spec.database.enabled to false`,
-      retryAfter: CRD_POLL,
-    };
-  }
-  const name = databaseName(app);
-  // The operator's own fields only: what the PgDatabase operator defaults stays its own.
-  await ctx.apply({
+/** The PgDatabase a MyApp wants: the operator's own fields only (what PgDatabase defaults stays its own). */
+export function databaseFor(app: AppView) {
+  return {
     apiVersion: PgDatabase.apiVersion,
     kind: PgDatabase.kind,
     metadata: {
-      name,
+      name: databaseName(app),
       namespace: app.metadata?.namespace ?? "",
       labels: { "app.kubernetes.io/part-of": app.metadata?.name ?? "" },
     },
-    spec: { server: { secretName: database.serverSecret } },
-  });
-  let db: PgDatabaseObject;
-  try {
-    db = await ctx.client.get(PgDatabase, name, { namespace: app.metadata?.namespace ?? "" });
-  } catch (error) {
-    if (!(error instanceof NotFound)) throw error;
-    return {
-      ready: false,
-      reason: "DatabaseCreating",
-      message: `PgDatabase ${name} is being created`,
-      retryAfter: DATABASE_POLL,
-    };
-  }
-  const ready = db.status?.conditions?.find((c) => c.type === "Ready");
-  if (ready?.status !== "True" || !db.status?.credentialsSecret)
-    return {
-      ready: false,
-      reason: "DatabaseNotReady",
-      message: `PgDatabase ${name} is not ready${ready?.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}`,
-      retryAfter: DATABASE_POLL,
-    };
-  return {
-    ready: true,
-    env: [
-      {
-        name: "DATABASE_URL",
-        valueFrom: { secretKeyRef: { name: db.status.credentialsSecret, key: "uri" } },
-      },
-    ],
+    spec: { server: { secretName: app.spec.database?.serverSecret ?? "" } },
   };
 }
+
+/** Ready once the PgDatabase says Ready and names its credentials Secret; else why not. */
+export function databaseReady(db: PgDatabaseObject): true | string {
+  const ready = db.status?.conditions?.find((c) => c.type === "Ready");
+  if (ready?.status === "True" && db.status?.credentialsSecret) return true;
+  const detail = ready?.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : "";
+  return `PgDatabase ${db.metadata?.name ?? ""} is not ready${detail}`;
+}
+
+/** The pods' env that wires the database's credentials. */
+export function databaseEnv(db: PgDatabaseObject): NonNullable<Dependencies["env"]> {
+  return [
+    {
+      name: "DATABASE_URL",
+      valueFrom: { secretKeyRef: { name: db.status?.credentialsSecret ?? "", key: "uri" } },
+    },
+  ];
+}
+
+/** The `DatabaseReady` condition while the database dependent waits (not served, or not ready). */
+export function databaseWaiting(waiting: Waiting): { type: string; reason: string; message: string } {
+  if (waiting.reason === "NotServed")
+    return {
+      type: "DatabaseReady",
+      reason: "PgDatabaseNotInstalled",
+      message: `spec.database.enabled needs the PgDatabase operator, but its CRD (${PGDATABASE_CRD}) is not installed: install it, or set spec.database.enabled to false`,
+    };
+  return {
+    type: "DatabaseReady",
+    reason: "DatabaseNotReady",
+    message: waiting.message.replace(/^waiting for dependent "database": PgDatabase [^:]*: /, ""),
+  };
+}
+
+/** A database asked for without the Secret that says where its server is. */
+export const SERVER_MISSING = {
+  type: "DatabaseReady",
+  reason: "DatabaseServerMissing",
+  message:
+    "spec.database.serverSecret must name the PgDatabase server Secret (host, port, username, password)",
+};

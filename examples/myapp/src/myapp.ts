@@ -1,7 +1,18 @@
-import { after, controller, done, type ObjectOf } from "kubeloop";
+import { after, controller, dependents, done, type ObjectOf } from "kubeloop";
 import { Deployment, Service } from "kubeloop/k8s";
+import { isDeleting } from "kubeloop/resources";
 import { OPERATOR_NAME, reconcileApp, reportWaiting } from "./app.ts";
-import { ensureDatabase } from "./database.ts";
+import {
+  CRD_POLL,
+  DATABASE_POLL,
+  databaseEnv,
+  databaseFor,
+  databaseReady,
+  databaseWaiting,
+  PgDatabase,
+  type PgDatabaseObject,
+  SERVER_MISSING,
+} from "./database.ts";
 import { MyApp } from "./resources.ts";
 
 export type MyAppObject = ObjectOf<typeof MyApp>;
@@ -10,36 +21,53 @@ export type MyAppObject = ObjectOf<typeof MyApp>;
 const DATABASE_RECHECK = "1m";
 
 /**
+ * The children that come and go with the spec: a PgDatabase while `spec.database.enabled` (and
+ * while its CRD is installed). Switched off, the PgDatabase this MyApp made is deleted.
+ */
+export const myAppDependents = dependents(MyApp, {
+  condition: false, // MyApp reports DatabaseReady and Ready itself
+  poll: DATABASE_POLL,
+  recheckServed: CRD_POLL,
+}).child("database", PgDatabase, databaseFor, {
+  when: (app) => app.spec.database?.enabled === true && Boolean(app.spec.database.serverSecret),
+  activeWhenServed: true,
+  ready: databaseReady,
+});
+
+/**
  * MyApp (release 2, `v1`) → a Deployment and a Service it owns, rolled out with automatic rollback
  * to the last healthy version (app.ts). The Deployment's own updates (observedGeneration, its
  * Progressing condition, available replicas) wake the reconcile: that is the rollout signal. With
- * `spec.database.enabled`, a PgDatabase it owns comes first (database.ts): the pods get its
- * credentials, and the app is Ready only when both are.
+ * `spec.database.enabled`, a PgDatabase comes first (a declared dependent, database.ts): the pods get
+ * its credentials, and the app is Ready only when both are.
  */
 export const myAppController = controller(MyApp)
   .named(OPERATOR_NAME)
   .owns(Deployment)
   .owns(Service)
-  // PgDatabases are read and created by name, not watched (database.ts says why).
+  // PgDatabases are read and created by name, and listed by their ApplySet label, not watched (database.ts says why).
   .permits({
     apiGroups: ["db.example.com"],
     resources: ["pgdatabases"],
-    verbs: ["get", "create", "update", "patch", "delete"],
+    verbs: ["get", "list", "create", "update", "patch", "delete"],
   })
   .reconcile(async (app, ctx) => {
-    if (ctx.deleted) return done(); // the Deployment, Service and PgDatabase go with it (garbage collection)
-    if (!app.spec.database?.enabled) return reconcileApp(app, ctx);
-    const database = await ensureDatabase(app, ctx);
-    if (!database.ready) {
-      await reportWaiting(app, ctx, {
-        type: "DatabaseReady",
-        reason: database.reason,
-        message: database.message,
-      });
-      return after(database.retryAfter);
+    // The Deployment, Service and PgDatabase go with it (garbage collection): nothing to apply.
+    if (ctx.deleted || isDeleting(app)) return done();
+    const database = app.spec.database;
+    if (database?.enabled && !database.serverSecret) {
+      await reportWaiting(app, ctx, SERVER_MISSING);
+      return after(CRD_POLL);
     }
+    const children = await myAppDependents.reconcile(app, ctx);
+    if (children.waitingFor) {
+      await reportWaiting(app, ctx, databaseWaiting(children.waitingFor));
+      return children.result;
+    }
+    const db = children.applied.one<PgDatabaseObject>("database");
+    if (!db) return reconcileApp(app, ctx);
     const result = await reconcileApp(app, ctx, {
-      ...(database.env ? { env: database.env } : {}),
+      env: databaseEnv(db),
       conditions: [
         {
           type: "DatabaseReady",

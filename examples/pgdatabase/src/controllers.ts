@@ -4,22 +4,22 @@ import {
   type Condition,
   controller,
   done,
+  finalizer,
   type ReconcileContext,
   RetryableError,
   setCondition,
 } from "kubeloop";
 import type { Client } from "kubeloop/client";
-import { cronSchedule, nextRun, type ReconcileResult, runOperation } from "kubeloop/controller";
+import {
+  cronSchedule,
+  type FinalizerEvent,
+  nextRun,
+  type ReconcileResult,
+  runOperation,
+} from "kubeloop/controller";
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
-import {
-  addFinalizer,
-  generatePassword,
-  isDeleting,
-  registerSecret,
-  removeFinalizer,
-  secretValues,
-} from "kubeloop/resources";
+import { generatePassword, registerSecret, secretValues } from "kubeloop/resources";
 import pg from "pg";
 import type { Registry } from "prom-client";
 import { backupPath, dump, restore, sha256File, type Tools } from "./dumps.ts";
@@ -120,24 +120,30 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
     );
   if (options.clock) databases.clock(options.clock);
 
-  const pgDatabase = databases.reconcile(async (db, ctx) => {
-    if (ctx.deleted) return done();
-    const secretKey = `${ctx.namespace}/${db.spec.server.secretName}`;
-    if (!users.get(secretKey)?.has(ctx.name))
-      users.set(secretKey, new Set([...(users.get(secretKey) ?? []), ctx.name]));
-    if (isDeleting(db)) return finalize(db, ctx);
-    const live = await addFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
-    const labels = { namespace: ctx.namespace ?? "", name: ctx.name };
-    try {
-      const result = await reconcileLive(live, ctx);
-      metrics?.up.set(labels, 1);
-      return result;
-    } catch (error) {
-      const reason = (error as { reason?: string }).reason;
-      if (reason === "ServerUnreachable" || reason === "AuthenticationFailed") metrics?.up.set(labels, 0);
-      throw error;
-    }
-  });
+  const pgDatabase = databases.reconcile((db, ctx) =>
+    finalizer(
+      db,
+      ctx,
+      FINALIZER,
+      async (event) => {
+        const secretKey = `${ctx.namespace}/${db.spec.server.secretName}`;
+        if (!users.get(secretKey)?.has(ctx.name))
+          users.set(secretKey, new Set([...(users.get(secretKey) ?? []), ctx.name]));
+        if (event.type === "cleanup") return finalize(db, ctx);
+        const labels = { namespace: ctx.namespace ?? "", name: ctx.name };
+        try {
+          const result = await reconcileLive(event.object, ctx);
+          metrics?.up.set(labels, 1);
+          return result;
+        } catch (error) {
+          const reason = (error as { reason?: string }).reason;
+          if (reason === "ServerUnreachable" || reason === "AuthenticationFailed") metrics?.up.set(labels, 0);
+          throw error;
+        }
+      },
+      { fieldManager: OPERATOR_NAME },
+    ),
+  );
 
   /** A live PgDatabase: the database, its owner and credentials, then backups and the schedule. */
   async function reconcileLive(
@@ -478,12 +484,11 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
     }
   }
 
-  /** Deletion, by policy, one recorded step at a time; the finalizer goes last. */
+  /** Deletion, by policy, one recorded step at a time; `done()` lets the finalizer go. */
   async function finalize(
     db: PgDatabaseObject,
     ctx: ReconcileContext<PgDatabaseObject>,
   ): Promise<ReconcileResult> {
-    if (!db.metadata.finalizers?.includes(FINALIZER)) return done();
     const names = namesOf(db);
     const policy = db.spec.deletionPolicy;
     // Only a database this object created (or restored) is ever dropped: never one it was refused.
@@ -525,7 +530,6 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
         deletion: { step, ...(db.status?.deletion?.backup ? { backup: db.status.deletion.backup } : {}) },
       });
     }
-    await removeFinalizer(ctx.client, db, FINALIZER, { fieldManager: OPERATOR_NAME });
     metrics?.forget(ctx.namespace ?? "", ctx.name);
     users.get(`${ctx.namespace}/${db.spec.server.secretName}`)?.delete(ctx.name);
     return done();
@@ -633,17 +637,24 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
     .watches(Secret, () => undefined);
   if (options.clock) backupController.clock(options.clock);
 
-  const pgDatabaseBackup = backupController.reconcile(async (backup, ctx) => {
-    if (ctx.deleted) return done();
+  const pgDatabaseBackup = backupController.reconcile((backup, ctx) =>
+    finalizer(backup, ctx, FINALIZER, (event) => reconcileBackup(event, ctx), {
+      fieldManager: OPERATOR_NAME,
+    }),
+  );
+
+  /** A backup: its dump taken once (recorded as an operation); deleted, its files go with it. */
+  async function reconcileBackup(
+    event: FinalizerEvent<PgDatabaseBackupObject>,
+    ctx: ReconcileContext<PgDatabaseBackupObject>,
+  ): Promise<ReconcileResult> {
     const path = backupPath(options.backupDir, ctx.namespace ?? "", ctx.name);
-    if (isDeleting(backup)) {
-      if (!backup.metadata.finalizers?.includes(FINALIZER)) return done();
+    if (event.type === "cleanup") {
       await rm(path, { force: true });
       await rm(`${path}.partial`, { force: true });
-      await removeFinalizer(ctx.client, backup, FINALIZER, { fieldManager: OPERATOR_NAME });
       return done();
     }
-    const live = await addFinalizer(ctx.client, backup, FINALIZER, { fieldManager: OPERATOR_NAME });
+    const live = event.object;
     const phase = live.status?.phase;
     if (phase === "Completed" || phase === "Failed") return done();
     const db = ctx.cache.get(PgDatabase, live.spec.database, ctx.namespace);
@@ -698,7 +709,7 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
         `Gave up after ${BACKUP_ATTEMPTS} attempts: ${live.status?.message ?? ""}`,
       );
     return done();
-  });
+  }
 
   return {
     pgDatabase,

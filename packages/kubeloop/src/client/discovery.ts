@@ -93,14 +93,21 @@ export class Discovery {
   /** The resource for `apiVersion` + `kind`; refreshes once on a miss, then throws {@link UnknownKind}. */
   async resolve(apiVersion: string, kind: string): Promise<ResourceInfo> {
     const key = `${apiVersion}/${kind}`;
-    if (!this.loaded) await this.refresh();
-    let info = this.byKind.get(key);
-    if (!info && Date.now() - (this.misses.get(key) ?? 0) >= MISS_MEMORY_MS) {
+    let refreshed = false;
+    if (!this.loaded) {
       await this.refresh();
+      refreshed = true;
+    }
+    let info = this.byKind.get(key);
+    if (!info && !refreshed && Date.now() - (this.misses.get(key) ?? 0) >= MISS_MEMORY_MS) {
+      await this.refresh();
+      refreshed = true;
       info = this.byKind.get(key);
     }
     if (!info) {
-      this.misses.set(key, Date.now());
+      // Remembered from the last read of discovery only: a caller asking more often than
+      // MISS_MEMORY_MS must still see a kind installed since (a CRD that appears later).
+      if (refreshed) this.misses.set(key, Date.now());
       const failure = this.failedGroupVersions.get(apiVersion);
       if (failure) {
         throw new UnknownKind(

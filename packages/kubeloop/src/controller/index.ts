@@ -27,6 +27,31 @@ export {
   type Reconciler,
   type Source,
 } from "./controller.js";
+// Dependent resources and the finalizer helper (controller/dependents/).
+export {
+  APPLYSET_GROUP_KINDS_ANNOTATION,
+  APPLYSET_ID_LABEL,
+  APPLYSET_PART_OF_LABEL,
+  APPLYSET_TOOLING,
+  APPLYSET_TOOLING_ANNOTATION,
+  type AppliedChildren,
+  applySetId,
+  type ChildOptions,
+  type CleanupOutcome,
+  DEPENDENT_LABEL,
+  Dependents,
+  type DependentsOptions,
+  type DependentsOutcome,
+  type Desired,
+  dependents,
+  type FinalizerEvent,
+  finalizer,
+  type Readiness,
+  type ReadinessContext,
+  readiness,
+  type Unwanted,
+  type Waiting,
+} from "./dependents/index.js";
 export {
   type Attempt,
   nextAttempt,
