@@ -47,6 +47,8 @@ export interface Project {
   sharding?: string;
   /** `METRIC[=TARGET]`: what that autoscaler scales on, as `generate --autoscale`. */
   autoscale?: string;
+  /** `REGION[=REPLICAS][@REGISTRY],…`: Karmada policies for these regions, as `generate --karmada`. */
+  karmada?: string;
 }
 
 interface ProjectSection {
@@ -65,6 +67,7 @@ interface ProjectSection {
   runbooks?: string;
   sharding?: string;
   autoscale?: string;
+  karmada?: string;
 }
 
 const FIELDS = new Set([
@@ -82,6 +85,7 @@ const FIELDS = new Set([
   "runbooks",
   "sharding",
   "autoscale",
+  "karmada",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -128,6 +132,7 @@ export function loadProject(cwd: string = process.cwd()): Project {
     ...optional("runbooks", section.runbooks),
     ...optional("sharding", section.sharding),
     ...optional("autoscale", section.autoscale),
+    ...optional("karmada", section.karmada),
   };
 }
 

@@ -34,6 +34,7 @@ export {
   readBuildInfo,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
+  KARMADA_VERSION,
 } from "./assets/index.js";
 export {
   ChaosError,
@@ -71,6 +72,14 @@ export {
   startFaultProxy,
 } from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
+export {
+  KARMADA_REGION_LABEL,
+  type KarmadaComponentName,
+  type KarmadaMember,
+  type KarmadaMemberOptions,
+  KarmadaPlane,
+  type KarmadaPlaneOptions,
+} from "./karmada/index.js";
 export {
   type KubectlOptions,
   type KubectlResult,
