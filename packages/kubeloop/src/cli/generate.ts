@@ -216,7 +216,13 @@ export async function generateCommand(argv: string[]): Promise<number> {
   // Karmada's policies: beside config/, never in the chart or bundle (they go to Karmada, not a cluster).
   const karmada = values.karmada ?? project?.karmada;
   if (karmada !== undefined)
-    for (const [file, written] of karmadaFiles(karmada, values.karmada !== undefined, name, namespace, objects))
+    for (const [file, written] of karmadaFiles(
+      karmada,
+      values.karmada !== undefined,
+      name,
+      namespace,
+      objects,
+    ))
       wanted.set(join("karmada", file), renderAll(written));
   // config/ as a kustomize tree too (kubectl apply -k config/default): files apart from `objects`,
   // so neither the chart nor the bundle sees them.

@@ -17,8 +17,16 @@ const crd = {
 const objects = [
   { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "ops" } },
   { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "ops" } },
-  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "ops", namespace: "ops-system" } },
-  { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: { name: "v" } },
+  {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: { name: "ops", namespace: "ops-system" },
+  },
+  {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: "v" },
+  },
 ];
 
 type Policy = {
@@ -54,7 +62,11 @@ describe("Karmada policy generation", () => {
     expect(wide.kind).toBe("ClusterPropagationPolicy");
     expect(wide.spec.placement).toEqual({});
     expect(wide.spec.resourceSelectors).toEqual([
-      { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", name: "nginxes.proxy.example.com" },
+      {
+        apiVersion: "apiextensions.k8s.io/v1",
+        kind: "CustomResourceDefinition",
+        name: "nginxes.proxy.example.com",
+      },
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", name: "ops" },
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", name: "ops" },
     ]);
@@ -89,7 +101,9 @@ describe("Karmada policy generation", () => {
         targetCluster: inRegions("cn-east"),
         overriders: {
           plaintext: [{ path: "/spec/replicas", operator: "replace", value: 5 }],
-          imageOverrider: [{ component: "Registry", operator: "replace", value: "registry.cn-east.example.com" }],
+          imageOverrider: [
+            { component: "Registry", operator: "replace", value: "registry.cn-east.example.com" },
+          ],
         },
       },
     ]);
@@ -106,7 +120,11 @@ describe("Karmada policy generation", () => {
     const east = one("placement-cn-east.yaml");
     expect(east.kind).toBe("ClusterPropagationPolicy");
     expect(east.spec.resourceSelectors).toEqual([
-      { apiVersion: "proxy.example.com/v1", kind: "Nginx", labelSelector: { matchLabels: { [REGION_LABEL]: "cn-east" } } },
+      {
+        apiVersion: "proxy.example.com/v1",
+        kind: "Nginx",
+        labelSelector: { matchLabels: { [REGION_LABEL]: "cn-east" } },
+      },
     ]);
     expect(east.spec.placement?.clusterAffinity).toEqual(inRegions("cn-east"));
   });
@@ -151,8 +169,13 @@ describe("kubeloop generate --karmada", () => {
     const written = generate("--karmada", "a=2,b=1@mirror.example.com");
     expect(written.code, written.stderr).toBe(0);
     expect(written.stdout).toContain("wrote config/karmada/placement-a.yaml");
-    const placement = parseAllDocuments(readFileSync(join(dir, "config/karmada/placement-b.yaml"), "utf8"))[0]?.toJS();
-    expect(placement.spec.resourceSelectors[0]).toMatchObject({ apiVersion: "gen.kubeloop.dev/v1", kind: "Gizmo" });
+    const placement = parseAllDocuments(
+      readFileSync(join(dir, "config/karmada/placement-b.yaml"), "utf8"),
+    )[0]?.toJS();
+    expect(placement.spec.resourceSelectors[0]).toMatchObject({
+      apiVersion: "gen.kubeloop.dev/v1",
+      kind: "Gizmo",
+    });
     expect(generate("--karmada", "a=2,b=1@mirror.example.com", "--check").code).toBe(0);
     const removed = generate();
     expect(removed.stdout).toContain("removed config/karmada/placement-a.yaml");

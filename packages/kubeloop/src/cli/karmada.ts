@@ -84,12 +84,18 @@ export function karmadaPolicies(input: KarmadaInput): Map<string, object[]> {
   const inRegions = regionAffinity(regions.map((r) => r.region));
   const files = new Map<string, object[]>();
   files.set("namespace.yaml", [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: { [SKIP_AUTO_PROPAGATION]: "true" } } },
+    {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: namespace, labels: { [SKIP_AUTO_PROPAGATION]: "true" } },
+    },
   ]);
   files.set("cluster-wide.yaml", [
     policy("ClusterPropagationPolicy", `${name}-cluster-wide`, undefined, {
       resourceSelectors: [
-        ...input.crds.map((crd) => selector("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd.metadata.name)),
+        ...input.crds.map((crd) =>
+          selector("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd.metadata.name),
+        ),
         ...clusterScoped(input.objects),
       ],
       // No affinity: every member, also the ones that join later.
@@ -163,7 +169,10 @@ const NAMESPACED_KINDS: [string, string][] = [
  */
 function clusterScoped(objects: object[]): object[] {
   return objects
-    .map((object) => object as { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } })
+    .map(
+      (object) =>
+        object as { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } },
+    )
     .filter((o) => (o.kind === "ClusterRole" || o.kind === "ClusterRoleBinding") && !o.metadata?.namespace)
     .map((o) => selector(o.apiVersion as string, o.kind as string, o.metadata?.name as string))
     .filter((s, i, all) => all.findIndex((t) => JSON.stringify(t) === JSON.stringify(s)) === i);

@@ -25,6 +25,7 @@ export {
   type EnsureAssetsOptions,
   ETCD_VERSION,
   ensureAssets,
+  KARMADA_VERSION,
   KUBERNETES_VERSION,
   KUBERNETES_VERSION_ENV,
   KWOK_VERSION,
@@ -34,7 +35,6 @@ export {
   readBuildInfo,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
-  KARMADA_VERSION,
 } from "./assets/index.js";
 export {
   ChaosError,

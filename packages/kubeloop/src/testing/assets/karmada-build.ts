@@ -49,7 +49,8 @@ export async function buildKarmada<Context extends { out: string; spec: { versio
   } catch (error) {
     throw new AssetsError(karmadaBuildFailure(tag, error as Error));
   }
-  for (const [dir, binary] of Object.entries(MAINS)) renameSync(join(context.out, dir), join(context.out, binary));
+  for (const [dir, binary] of Object.entries(MAINS))
+    renameSync(join(context.out, dir), join(context.out, binary));
   copyManifests(await tools.moduleDir(context), context.out);
 }
 

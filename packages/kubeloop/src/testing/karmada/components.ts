@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { CertificateAuthority } from "../pki.js";
@@ -114,11 +115,14 @@ export function karmadaArgs(
   };
 }
 
-/** The health endpoint each process answers once it works. */
+/**
+ * The health endpoint each process answers with 200 once it works. karmada-webhook registers no
+ * health checks, so its own port answering TLS (any status) is its sign: see `answers`.
+ */
 export function karmadaProbes(ports: KarmadaPorts): Record<string, string> {
   return {
     "karmada-aggregated-apiserver": `https://${HOST}:${ports.aggregatedApiServer}/readyz`,
-    "karmada-webhook": `http://${HOST}:${ports.webhookProbe}/readyz`,
+    "karmada-webhook": `https://${HOST}:${ports.webhook}/`,
     "karmada-controller-manager": `http://${HOST}:${ports.controllerManagerProbe}/healthz`,
     "karmada-scheduler": `http://${HOST}:${ports.schedulerProbe}/healthz`,
   };
@@ -161,4 +165,16 @@ export function webhookConfigurations(path: string, port: number, caCert: string
   return parseAllDocuments(text)
     .map((document) => document.toJS() as object | null)
     .filter((object): object is object => object !== null);
+}
+
+/** True when `url` answers at all (any HTTP status): the server is up and its TLS works. */
+export function answers(url: string): Promise<boolean> {
+  return new Promise((resolveAnswer) => {
+    const req = httpsGet(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => {
+      res.resume();
+      resolveAnswer(true);
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolveAnswer(false));
+  });
 }

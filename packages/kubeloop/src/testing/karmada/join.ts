@@ -50,7 +50,12 @@ export function adminFromKubeconfig(path: string): AdminHttp {
 }
 
 /** Creates `object` at `path`; an object that exists already is fine (a join is repeatable). */
-export async function createOrKeep(admin: AdminHttp, path: string, object: object, what: string): Promise<void> {
+export async function createOrKeep(
+  admin: AdminHttp,
+  path: string,
+  object: object,
+  what: string,
+): Promise<void> {
   const created = await admin.post(path, object);
   if (created.status !== 201 && created.status !== 409)
     throw new ControlPlaneError(`Could not create ${what} (HTTP ${created.status}): ${created.text}`);

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ensureAssets } from "../assets/index.js";
 import type { BinaryName } from "../assets/versions.js";
-import { ControlPlane } from "../control-plane/control-plane.js";
 import { probe } from "../control-plane/component.js";
+import { ControlPlane } from "../control-plane/control-plane.js";
 import { componentFailure } from "../control-plane/diagnosis.js";
 import type { ComponentInfo } from "../control-plane/options.js";
 import { ControlPlaneError } from "../errors.js";
@@ -13,6 +13,7 @@ import { ProcessGroup, tempDir } from "../process.js";
 import { waitFor } from "../wait.js";
 import {
   aggregatedApiObjects,
+  answers,
   KARMADA_CLUSTER_NAMESPACE,
   KARMADA_SYSTEM,
   type KarmadaCerts,
@@ -41,7 +42,9 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** A member cluster of a {@link KarmadaPlane}: its name and region on Karmada, and its own control plane. */
 export interface KarmadaMember {
+  /** The Cluster object's name on Karmada. */
   readonly name: string;
+  /** Its `topology.kubernetes.io/region` label and `spec.region`. */
   readonly region: string;
   /** The member's control plane: `kubeconfigPath` for kubectl, `restartApiServer()` for outages. */
   readonly plane: ControlPlane;
@@ -75,6 +78,7 @@ export interface KarmadaMember {
 export class KarmadaPlane {
   /** Karmada's API server, etcd and kube-controller-manager (a `cluster` plane without nodes). */
   readonly karmada: ControlPlane;
+  /** The members, in the order given, joined in push mode once `start()` resolves. */
   readonly members: readonly KarmadaMember[];
   /** Seconds `start()` took, from the first process to every member Ready on Karmada. */
   startSeconds: number | undefined;
@@ -142,7 +146,9 @@ export class KarmadaPlane {
   member(name: string): KarmadaMember {
     const found = this.members.find((member) => member.name === name);
     if (!found)
-      throw new ControlPlaneError(`no member ${name} (members: ${this.members.map((m) => m.name).join(", ")})`);
+      throw new ControlPlaneError(
+        `no member ${name} (members: ${this.members.map((m) => m.name).join(", ")})`,
+      );
     return found;
   }
 
@@ -222,7 +228,9 @@ export class KarmadaPlane {
         cwd: this.dir,
       });
     const healthy = (name: KarmadaComponentName) =>
-      this.waitUntil(`${name} to be healthy`, () => probe(probes[name] as string));
+      this.waitUntil(`${name} to be healthy`, () =>
+        (name === "karmada-webhook" ? answers : probe)(probes[name] as string),
+      );
 
     spawn("karmada-aggregated-apiserver");
     await healthy("karmada-aggregated-apiserver");
@@ -243,7 +251,9 @@ export class KarmadaPlane {
   private webhooks(home: string, ports: KarmadaPorts, certs: KarmadaCerts): object[] {
     const path = join(home, "webhook-configuration.yaml");
     if (!existsSync(path))
-      throw new ControlPlaneError(`${path} is missing: rebuild Karmada (npx kubeloop assets build --component karmada)`);
+      throw new ControlPlaneError(
+        `${path} is missing: rebuild Karmada (npx kubeloop assets build --component karmada)`,
+      );
     return webhookConfigurations(path, ports.webhook, certs.caCert);
   }
 
@@ -341,7 +351,8 @@ function checkMembers(members: readonly KarmadaMemberOptions[]): void {
     if (seen.has(member.name)) throw new ControlPlaneError(`member name "${member.name}" is given twice`);
     seen.add(member.name);
     if (!member.region?.trim())
-      throw new ControlPlaneError(`member ${member.name} has no region: give it one (its ${REGION_LABEL} label)`);
+      throw new ControlPlaneError(
+        `member ${member.name} has no region: give it one (its ${REGION_LABEL} label)`,
+      );
   }
 }
-
