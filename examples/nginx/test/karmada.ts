@@ -85,12 +85,12 @@ export async function applyToKarmada(f: Fleet, files: string[]): Promise<void> {
 }
 
 /** An Nginx labelled for `region`, as a user creates it on Karmada. */
-export function regionalNginx(name: string, region: string, replicas: number): string {
+export function regionalNginx(name: string, region: string, replicas: number, image?: string): string {
   return JSON.stringify({
     apiVersion: "proxy.example.com/v1",
     kind: "Nginx",
     metadata: { name, namespace: "web", labels: { [REGION]: region } },
-    spec: { replicas },
+    spec: { replicas, ...(image ? { image } : {}) },
   });
 }
 
