@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ensureAssets } from "../assets/index.js";
 import type { BinaryName } from "../assets/versions.js";
@@ -95,7 +95,13 @@ export class KarmadaPlane {
     const members = options.members ?? DEFAULT_MEMBERS;
     checkMembers(members);
     this.ownsDir = options.dir === undefined;
-    this.dir = options.dir ? resolve(options.dir) : tempDir("kubeloop-karmada-");
+    // Real nodes see their plane's tmp/ as /tmp, so a node-profile member cannot live under /tmp.
+    const realNodes = members.some((m) => (m.profile ?? options.memberProfile) === "node");
+    this.dir = options.dir
+      ? resolve(options.dir)
+      : realNodes
+        ? mkdtempSync(join("/var/tmp", "kubeloop-karmada-"))
+        : tempDir("kubeloop-karmada-");
     const common = {
       handleSignals: options.handleSignals ?? true,
       startTimeoutMs: options.startTimeoutMs ?? KARMADA_START_TIMEOUT_MS,

@@ -23,7 +23,8 @@ export interface KarmadaPlaneOptions {
   memberProfile?: Profile;
   /**
    * The plane's folder (Karmada's API server, its processes' certificates and logs, and a folder per
-   * member). Default: a fresh one under the system temp dir. `stop()` removes it but for `logs/`
+   * member). Default: a fresh one under the system temp dir (under /var/tmp when a member is of the
+   * `node` profile, whose nodes see their plane's tmp/ as /tmp). `stop()` removes it but for `logs/`
    * folders when a folder was given.
    */
   dir?: string;
