@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KarmadaPlane } from "kubeloop/testing";
@@ -13,6 +13,24 @@ import { root } from "./operator.ts";
 // its own pods there: 5 in shanghai, 3 in singapore. Minutes long: `npm run test:karmada`.
 
 const IMAGE = "ghcr.io/example/nginx-operator:0.1.0";
+/**
+ * The members' operators run without their webhooks: the webhook configurations cannot be templates
+ * on Karmada (they would act on Karmada itself; docs/multi-cluster.md), so none is in the members,
+ * and an OverridePolicy (Karmada's per-cluster env) turns the webhook server off there.
+ */
+const WEBHOOKS_OFF = `apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: { name: nginx-operator-webhooks-off, namespace: nginx-operator-system }
+spec:
+  resourceSelectors: [{ apiVersion: apps/v1, kind: Deployment, name: nginx-operator }]
+  overrideRules:
+    - targetCluster: { labelSelector: {} }
+      overriders:
+        plaintext:
+          - path: /spec/template/spec/containers/0/env/-
+            operator: add
+            value: { name: ENABLE_WEBHOOKS, value: "false" }
+`;
 let plane: KarmadaPlane;
 let f: Fleet;
 let config: ReturnType<typeof generateConfig>;
@@ -22,6 +40,7 @@ let nginxImage: string;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "nginx-karmada-real-"));
   config = generateConfig();
+  writeFileSync(join(config.dir, "karmada", "webhooks-off.yaml"), WEBHOOKS_OFF);
   const tarball = join(work, "operator.tar");
   const karmada = new KarmadaPlane({
     memberProfile: "node",
