@@ -15,6 +15,8 @@ export default defineConfig({
       ...configDefaults.exclude,
       "examples/nginx/test/autopilot.test.ts",
       "examples/nginx/test/autopilot-errors.test.ts",
+      // Karmada with real-node members, minutes long: `npm run test:karmada` (karmada.test.ts is the suite's form).
+      "examples/nginx/test/karmada-real.test.ts",
     ],
     // Each file starts its own control plane: processes, not threads, keep them apart.
     pool: "forks",

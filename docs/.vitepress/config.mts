@@ -62,6 +62,7 @@ export default defineConfig({
           { text: "Testing", link: "/testing" },
           { text: "Observability", link: "/observability" },
           { text: "Leader election and sharding", link: "/scale-out" },
+          { text: "Many clusters (Karmada)", link: "/multi-cluster" },
           { text: "Reliability", link: "/reliability" },
           { text: "Compatibility", link: "/compatibility" },
           { text: "Shipping", link: "/shipping" },

@@ -13,6 +13,17 @@ import {
 } from "../testing/index.js";
 import { baseImage, importImage, isProcessAlive, REAL_NODE_BINARIES } from "../testing/internal.js";
 import { sleep } from "../util/index.js";
+import {
+  describeMembers,
+  KARMADA_USAGE,
+  type KarmadaFlags,
+  karmadaBinaries,
+  karmadaFlags,
+  karmadaPlane,
+  karmadaSupervisorArgs,
+  type MemberState,
+  memberStates,
+} from "./cluster-karmada.js";
 import { CliError } from "./errors.js";
 
 /**
@@ -25,6 +36,7 @@ import { CliError } from "./errors.js";
 
 const USAGE = `Usage:
   kubeloop cluster start  [--profile apiserver|cluster|node] [--hardened] [--nodes N] [--dir DIR]
+  kubeloop cluster start  --profile karmada [--members N] [--member-profile apiserver|cluster|node] [--dir DIR]
   kubeloop cluster status [--dir DIR]
   kubeloop cluster stop   [--dir DIR]
   kubeloop cluster load   ARCHIVE... [--dir DIR]    (node profile: an image tarball into every node)
@@ -39,7 +51,8 @@ const USAGE = `Usage:
              owner-reference permission enforcement, Pod Security restricted on every
              namespace, AlwaysPullImages, NodeRestriction, EventRateLimit, no anonymous
              access, an audit log in the logs folder
-  --nodes    nodes in the cluster and node profiles (default 1)
+${KARMADA_USAGE}
+  --nodes    nodes in the cluster and node profiles, and in each karmada member (default 1)
   --dir      the cluster's folder (default .kubeloop/cluster)`;
 
 export const DEFAULT_CLUSTER_DIR = ".kubeloop/cluster";
@@ -48,10 +61,15 @@ const START_WAIT_MS = 180_000;
 /** A supervisor stops the plane within ~15 s; after this it is killed. */
 const STOP_WAIT_MS = 60_000;
 
+/** A plane's profile, or `karmada`: a Karmada plane with members (cluster-karmada.ts). */
+type ClusterProfile = Profile | "karmada";
+
 export interface ClusterState {
   phase: "starting" | "ready" | "failed" | "stopping";
   pid: number;
-  profile: Profile;
+  profile: ClusterProfile;
+  /** The karmada profile's members. */
+  members?: MemberState[];
   /** Started with `--hardened` (absent in state files of older versions: false). */
   hardened?: boolean;
   nodes: number;
@@ -68,7 +86,9 @@ export interface ClusterState {
 
 interface ClusterFlags {
   dir: string;
-  profile: Profile;
+  profile: ClusterProfile;
+  /** Set for the karmada profile. */
+  karmada?: KarmadaFlags;
   hardened: boolean;
   nodes: number;
 }
@@ -87,6 +107,8 @@ export async function clusterCommand(argv: string[]): Promise<number> {
       profile: { type: "string" },
       hardened: { type: "boolean" },
       nodes: { type: "string" },
+      members: { type: "string" },
+      "member-profile": { type: "string" },
       dir: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -95,19 +117,27 @@ export async function clusterCommand(argv: string[]): Promise<number> {
     console.log(USAGE);
     return values.help ? 0 : 1;
   }
-  const profile = (values.profile ?? "apiserver") as Profile;
-  if (profile !== "apiserver" && profile !== "cluster" && profile !== "node") {
-    throw new CliError(`--profile must be apiserver, cluster or node, got "${values.profile}"`);
+  const profile = (values.profile ?? "apiserver") as ClusterProfile;
+  if (profile !== "apiserver" && profile !== "cluster" && profile !== "node" && profile !== "karmada") {
+    throw new CliError(`--profile must be apiserver, cluster, node or karmada, got "${values.profile}"`);
   }
+  if (profile !== "karmada" && (values.members !== undefined || values["member-profile"] !== undefined))
+    throw new CliError("--members and --member-profile are for the karmada profile: add --profile karmada");
+  if (profile === "karmada" && values.hardened)
+    throw new CliError("--hardened is for one plane's API server; the karmada profile does not take it");
   const nodes = values.nodes === undefined ? 1 : Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
     throw new CliError(`--nodes must be a whole number from 0 to 1000, got "${values.nodes}"`);
   }
+  const dir = resolve(values.dir ?? DEFAULT_CLUSTER_DIR);
   const flags: ClusterFlags = {
-    dir: resolve(values.dir ?? DEFAULT_CLUSTER_DIR),
+    dir,
     profile,
     hardened: values.hardened ?? false,
     nodes,
+    ...(profile === "karmada"
+      ? { karmada: karmadaFlags(dir, nodes, values.members, values["member-profile"]) }
+      : {}),
   };
   switch (sub) {
     case "start":
@@ -134,7 +164,11 @@ async function start(flags: ClusterFlags): Promise<number> {
         `Stop it:  kubeloop cluster stop --dir ${flags.dir}`,
     );
   }
-  await ensureAssets(binariesFor(flags.profile));
+  await ensureAssets(
+    flags.karmada
+      ? karmadaBinaries(binariesFor(flags.karmada.memberProfile))
+      : binariesFor(flags.profile as Profile),
+  );
   mkdirSync(join(flags.dir, "logs"), { recursive: true });
   rmSync(statePath(flags.dir), { force: true });
   const logPath = join(flags.dir, "logs", "supervisor.log");
@@ -151,6 +185,7 @@ async function start(flags: ClusterFlags): Promise<number> {
     "--nodes",
     String(flags.nodes),
     ...(flags.hardened ? ["--hardened"] : []),
+    ...(flags.karmada ? karmadaSupervisorArgs(flags.karmada) : []),
   ];
   const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log, log] });
   let exited: number | null | undefined;
@@ -181,7 +216,7 @@ async function start(flags: ClusterFlags): Promise<number> {
 }
 
 /** `cluster` or `cluster, hardened`. */
-function describePlane(plane: { profile: Profile; hardened?: boolean | undefined }): string {
+function describePlane(plane: { profile: ClusterProfile; hardened?: boolean | undefined }): string {
   return plane.hardened ? `${plane.profile}, hardened` : plane.profile;
 }
 
@@ -190,6 +225,7 @@ function printReady(state: ClusterState, dir: string): void {
   console.log(`kubeconfig: ${state.kubeconfig}`);
   console.log(`logs:       ${join(dir, "logs")}`);
   if (state.auditLog) console.log(`audit log:  ${state.auditLog}`);
+  for (const line of describeMembers(state.members, dir)) console.log(line);
   console.log(`stop with:  kubeloop cluster stop --dir ${dir}`);
   console.log(`export KUBECONFIG=${state.kubeconfig}`);
 }
@@ -272,13 +308,15 @@ async function run(flags: ClusterFlags): Promise<number> {
     startedAt: new Date().toISOString(),
   };
   writeState(flags.dir, { ...base, phase: "starting" });
-  const plane = new ControlPlane({
-    profile: flags.profile,
-    hardened: flags.hardened,
-    nodes: flags.nodes,
-    dir: flags.dir,
-    handleSignals: false,
-  });
+  const plane = flags.karmada
+    ? karmadaPlane(flags.karmada)
+    : new ControlPlane({
+        profile: flags.profile as Profile,
+        hardened: flags.hardened,
+        nodes: flags.nodes,
+        dir: flags.dir,
+        handleSignals: false,
+      });
   let stopRequested = false;
   const stopped = new Promise<void>((resolveStop) => {
     const onSignal = () => {
@@ -303,9 +341,13 @@ async function run(flags: ClusterFlags): Promise<number> {
     phase: "ready",
     server: plane.server,
     kubeconfig: plane.kubeconfigPath,
-    ...(plane.hardened ? { auditLog: plane.auditLogPath } : {}),
     components: plane.components,
-    ...(plane.profile === "node" ? { runtimes: plane.containerRuntimeSockets } : {}),
+    ...(plane instanceof ControlPlane
+      ? {
+          ...(plane.hardened ? { auditLog: plane.auditLogPath } : {}),
+          ...(plane.profile === "node" ? { runtimes: plane.containerRuntimeSockets } : {}),
+        }
+      : { members: memberStates(plane) }),
   };
   if (!stopRequested) writeState(flags.dir, ready);
   console.error(`ready: ${plane.server} (kubeconfig ${plane.kubeconfigPath})`);

@@ -47,6 +47,8 @@ export interface Project {
   sharding?: string;
   /** `METRIC[=TARGET]`: what that autoscaler scales on, as `generate --autoscale`. */
   autoscale?: string;
+  /** `REGION[=REPLICAS][@REGISTRY],…`: Karmada policies for these regions, as `generate --karmada`. */
+  karmada?: string;
 }
 
 interface ProjectSection {
@@ -66,6 +68,7 @@ interface ProjectSection {
   sharding?: string;
   autoscale?: string;
   scaffold?: unknown;
+  karmada?: string;
 }
 
 const FIELDS = new Set([
@@ -84,6 +87,7 @@ const FIELDS = new Set([
   "sharding",
   "autoscale",
   "scaffold",
+  "karmada",
 ]);
 
 /** The project `cwd` is in (searching upwards), or a CliError that says how to make one. */
@@ -136,6 +140,7 @@ export function loadProject(cwd: string = process.cwd()): Project {
     ...optional("runbooks", section.runbooks),
     ...optional("sharding", section.sharding),
     ...optional("autoscale", section.autoscale),
+    ...optional("karmada", section.karmada),
   };
 }
 

@@ -25,6 +25,7 @@ export {
   type EnsureAssetsOptions,
   ETCD_VERSION,
   ensureAssets,
+  KARMADA_VERSION,
   KUBERNETES_VERSION,
   KUBERNETES_VERSION_ENV,
   KWOK_VERSION,
@@ -71,6 +72,14 @@ export {
   startFaultProxy,
 } from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
+export {
+  KARMADA_REGION_LABEL,
+  type KarmadaComponentName,
+  type KarmadaMember,
+  type KarmadaMemberOptions,
+  KarmadaPlane,
+  type KarmadaPlaneOptions,
+} from "./karmada/index.js";
 export {
   type KubectlOptions,
   type KubectlResult,

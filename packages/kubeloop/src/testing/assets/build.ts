@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeF
 import { basename, join } from "node:path";
 import { AssetsError } from "../errors.js";
 import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
+import { buildKarmada, KARMADA_MODULE, KARMADA_VERSION_ARGS } from "./karmada-build.js";
 import { componentDir, defaultAssetsRoot } from "./locate.js";
 import { acquireLock } from "./lock.js";
 import {
@@ -337,6 +338,14 @@ const RECIPES: Record<ComponentName, Recipe> = {
       "grpc_health_probe",
     );
   },
+
+  /** Karmada's mains, CRDs and webhook configuration (karmada-build.ts). */
+  karmada: (context) =>
+    buildKarmada(context, {
+      download,
+      compile: (c, packages, flags) => compile(c, packages, flags),
+      moduleDir: (c) => moduleField(c, "Locating the Karmada module", "{{.Dir}}", KARMADA_MODULE),
+    }),
 };
 
 /**
@@ -520,6 +529,7 @@ const VERSION_ARGS: Partial<Record<string, { args: string[]; printsVersion: bool
   "host-local": { args: [], printsVersion: true },
   loopback: { args: [], printsVersion: true },
   portmap: { args: [], printsVersion: true },
+  ...KARMADA_VERSION_ARGS,
 };
 
 /** Runs a fresh binary's `--version` so a broken build never lands in the cache. */

@@ -49,6 +49,14 @@ export const COREDNS_VERSION = "1.14.2";
 export const REGISTRY_VERSION = "3.1.1";
 
 /**
+ * Karmada, the multi-cluster engine the `karmada` plane runs (docs/multi-cluster.md): its
+ * controller-manager, scheduler, webhook and aggregated API server, from github.com/karmada-io/karmada.
+ * 1.18.2 is the newest release the module proxy serves whose go.mod this Go builds (go 1.25,
+ * Kubernetes libraries 0.35, no `replace` lines); its API servers are the plane's own kube-apiserver.
+ */
+export const KARMADA_VERSION = "1.18.2";
+
+/**
  * The oldest supported Kubernetes: 1.33 is three minors behind 1.36 and still a supported production
  * cluster in late 2026 (EKS and GKE extended support, AKS long-term support, OpenShift 4.20). Go 1.26
  * builds it unchanged, and it serves everything the client relies on (aggregated discovery v2, CEL
@@ -139,7 +147,11 @@ export type BinaryName =
   | "loopback"
   | "portmap"
   | "coredns"
-  | "registry";
+  | "registry"
+  | "karmada-controller-manager"
+  | "karmada-scheduler"
+  | "karmada-webhook"
+  | "karmada-aggregated-apiserver";
 
 /** Which pinned build (a "component") ships which binaries. */
 export type ComponentName =
@@ -154,7 +166,8 @@ export type ComponentName =
   | "runc"
   | "cni-plugins"
   | "coredns"
-  | "registry";
+  | "registry"
+  | "karmada";
 
 export interface ComponentSpec {
   readonly name: ComponentName;
@@ -202,6 +215,16 @@ export function componentsFor(kubernetesVersion: string): Readonly<Record<Compon
     },
     coredns: { name: "coredns", version: COREDNS_VERSION, binaries: ["coredns"] },
     registry: { name: "registry", version: REGISTRY_VERSION, binaries: ["registry"] },
+    karmada: {
+      name: "karmada",
+      version: KARMADA_VERSION,
+      binaries: [
+        "karmada-controller-manager",
+        "karmada-scheduler",
+        "karmada-webhook",
+        "karmada-aggregated-apiserver",
+      ],
+    },
   };
 }
 

@@ -246,11 +246,21 @@ export class ControlPlane {
   /**
    * Stops kube-apiserver and starts it again on the same port with the same flags (etcd keeps the
    * data): what clients see during a control-plane upgrade. Resolves when /readyz passes again.
+   * `whileStopped` runs once it is down and before it starts again: an outage with things to do in it.
+   *
+   * @example
+   * ```ts
+   * await member.restartApiServer({ whileStopped: () => kubectl(["scale", "nginx/web", "--replicas=3"], { kubeconfig }) });
+   * ```
    */
-  async restartApiServer(): Promise<void> {
+  async restartApiServer(options: { whileStopped?: () => Promise<unknown> } = {}): Promise<void> {
     const { group } = this.folder("restartApiServer");
     const old = group.running.find((p) => p.name === "kube-apiserver");
     if (!old) throw new ControlPlaneError("kube-apiserver is not running");
+    if (options.whileStopped) {
+      await old.stop();
+      await options.whileStopped();
+    }
     await group.restart(old);
     await group.waitUntil(
       "kube-apiserver to pass /readyz after a restart",
