@@ -4,6 +4,8 @@ import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
 import { groupOf } from "../resources/internal.js";
 import { ControllerCaches } from "./caches.js";
 import { Expectations, typeKeyOf } from "./expectations.js";
+import { queueFairness } from "./fairness.js";
+import { ObjectRateLimiter } from "./object-cap.js";
 import type { Change, Predicate } from "./predicates.js";
 import { type ReconcileOutcome, ReconcileRunner } from "./runner.js";
 import type {
@@ -119,6 +121,7 @@ export class Controller<T extends KubeObject> {
         },
       },
       ...(spec.clock ? { clock: spec.clock } : {}),
+      ...withFairness(spec.fairness),
     });
     env.metrics?.registerQueue?.(queue);
     env.metrics?.maxConcurrent(spec.concurrency);
@@ -154,7 +157,7 @@ export class Controller<T extends KubeObject> {
     const pool = new WorkerPool({
       controller: this.name,
       queue,
-      process: (key) => runner.process(key),
+      process: capped(spec, queue, env, (key) => runner.process(key)),
       logger: env.logger,
       metrics: env.metrics,
       apiPressure: env.apiPressure,
@@ -337,6 +340,33 @@ export class Controller<T extends KubeObject> {
     if (!this.prepared) throw new Error(`controller "${this.name}" is not prepared`);
     return this.prepared;
   }
+}
+
+/** The queue's fairness option, when the controller has fairness (by default it does). */
+function withFairness(options: ControllerSpec<KubeObject>["fairness"]) {
+  const fairness = queueFairness(options);
+  return fairness ? { fairness } : {};
+}
+
+/**
+ * `process` behind the per-object cap, when the controller has one: a reconcile over the cap goes
+ * back to the queue for when the window allows (merged with any later change), and is counted.
+ */
+function capped<T extends KubeObject>(
+  spec: ControllerSpec<T>,
+  queue: WorkQueue<string>,
+  env: ControllerEnvironment,
+  process: (key: string) => Promise<unknown>,
+): (key: string) => Promise<unknown> {
+  if (!spec.objectRateCap) return process;
+  const limiter = new ObjectRateLimiter(spec.objectRateCap, spec.clock ?? { now: () => performance.now() });
+  return (key) => {
+    const waitMs = limiter.admit(key);
+    if (waitMs === 0) return process(key);
+    queue.addAfter(key, waitMs);
+    env.metrics?.deferred?.();
+    return Promise.resolve(undefined);
+  };
 }
 
 /** Only `status` (and bookkeeping) differs: no spec, label, annotation, owner or finalizer change. */

@@ -18,6 +18,8 @@ export type { ObjectRef } from "../client/index.js";
 export type { AdaptiveConcurrency } from "./adaptive-workers.js";
 export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
+export type { FairnessOptions } from "./fairness.js";
+export type { ObjectRateCap } from "./object-cap.js";
 export {
   Controller,
   type ControllerSpec,

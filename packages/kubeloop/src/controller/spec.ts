@@ -4,6 +4,8 @@ import type { Client, KubeObject, ObjectRef, ResourceType } from "../client/inde
 import type { Clock, QueueMetrics, WorkQueue } from "../queue/index.js";
 import type { AdaptiveConcurrency, ApiPressure } from "./adaptive-workers.js";
 import type { EventSink, ReconcileContext } from "./context.js";
+import type { FairnessOptions } from "./fairness.js";
+import type { ObjectRateCap } from "./object-cap.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
 import type { ReconcileResult } from "./result.js";
@@ -54,6 +56,11 @@ export interface ControllerSpec<T extends KubeObject> {
   clock?: Clock | undefined;
   /** How long one reconcile may run before `ctx.signal` aborts (`.reconcileTimeout`); none by default. */
   reconcileTimeoutMs?: number | undefined;
+  // --- fairness, per-object cap (issue 38) ---
+  /** Fair turns among groups of keys (`.fairness`); undefined: by namespace; false: FIFO. */
+  fairness?: FairnessOptions | false | undefined;
+  /** At most `max` reconciles of one object per `window` (`.maxReconcilesPerObject`); none by default. */
+  objectRateCap?: ObjectRateCap | undefined;
   reconcile: Reconciler<T>;
 }
 
@@ -132,5 +139,7 @@ export interface ControllerMetricsSink {
   timedOut(): void;
   activeWorkers(delta: number): void;
   maxConcurrent(value: number): void;
+  /** A reconcile was deferred by the per-object cap (`kubeloop_reconcile_deferred_total`). */
+  deferred?(): void;
   registerQueue?(queue: WorkQueue<string>): void;
 }

@@ -64,6 +64,8 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
       kind: informer.type.kind,
       namespace: informer.namespace ?? "",
       healthy: informer.health.synced && !informer.health.lastError,
+      objects: informer.size,
+      bytes: informer.approximateBytes(),
     })),
   );
 }
@@ -84,6 +86,7 @@ function controllerHooks(all: Metrics, name: string): ControllerMetricsSink {
       metrics.workers(active);
     },
     maxConcurrent: (value) => metrics.maxConcurrent(value),
+    deferred: () => metrics.deferred(),
     registerQueue: (workqueue) => {
       queue.observe(workqueue);
     },
