@@ -12,6 +12,13 @@ import {
 } from "./controller.js";
 import type { FairnessOptions } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
+import {
+  type DaemonOptions,
+  daemonSpec,
+  type ObjectTask,
+  type TimerOptions,
+  timerSpec,
+} from "./object-tasks.js";
 import type { Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
 import { type Duration, parseDuration } from "./result.js";
@@ -225,6 +232,42 @@ export class ControllerBuilder<T extends KubeObject> {
     const cap = { max, window };
     new ObjectRateLimiter(cap, { now: () => 0 }); // checked now, where the mistake is
     this.spec.objectRateCap = cap;
+    return this;
+  }
+
+  /**
+   * Runs `task` every `interval` for each live object (kopf's `@timer`), on the replica that
+   * reconciles it, until it is deleted or the controller stops; `initialDelay` before the first run,
+   * `idle` to run only once the object has been unchanged that long. See `object-tasks.ts`.
+   *
+   * @example
+   * ```ts
+   * controller(Nginx)
+   *   .timer("30s", async (nginx, ctx) => { await probe(nginx, ctx.signal); }, { idle: "1m" })
+   *   .reconcile(reconcileNginx);
+   * ```
+   */
+  timer(interval: Duration, task: ObjectTask<T>, options: TimerOptions = {}): this {
+    this.spec.tasks = [...(this.spec.tasks ?? []), timerSpec(interval, task, options)];
+    return this;
+  }
+
+  /**
+   * Runs `task` once per live object, for as long as it lives (kopf's `@daemon`): `ctx.signal`
+   * aborts on the object's deletion, when it leaves this replica (shard), and when the controller
+   * stops (shutdown, leadership lost). Restarted with backoff when it throws. See `object-tasks.ts`.
+   *
+   * @example
+   * ```ts
+   * controller(Nginx)
+   *   .daemon(async (nginx, ctx) => {
+   *     while (!ctx.signal.aborted) await watchEndpoint(nginx, ctx.signal);
+   *   })
+   *   .reconcile(reconcileNginx);
+   * ```
+   */
+  daemon(task: ObjectTask<T>, options: DaemonOptions = {}): this {
+    this.spec.tasks = [...(this.spec.tasks ?? []), daemonSpec(task, options)];
     return this;
   }
 

@@ -6,6 +6,7 @@ import { ControllerCaches } from "./caches.js";
 import { Expectations, typeKeyOf } from "./expectations.js";
 import { queueFairness } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
+import { ObjectTasks } from "./object-tasks.js";
 import type { Change, Predicate } from "./predicates.js";
 import { type ReconcileOutcome, ReconcileRunner } from "./runner.js";
 import type {
@@ -47,6 +48,8 @@ interface Prepared<T extends KubeObject> {
   runner: ReconcileRunner<T>;
   pool: WorkerPool;
   shard: ControllerShard | undefined;
+  /** Per-object timers and daemons, when the controller has any. */
+  tasks: ObjectTasks<T> | undefined;
 }
 
 /**
@@ -169,6 +172,16 @@ export class Controller<T extends KubeObject> {
       runner,
       pool,
       shard,
+      tasks: spec.tasks?.length
+        ? new ObjectTasks<T>({
+            controller: this.name,
+            specs: spec.tasks,
+            primary: primary as InformerView<T>,
+            shard,
+            client: env.client,
+            logger: env.logger,
+          })
+        : undefined,
     };
     this.subscribe(primary, spec.predicates as Predicate[], (object) => [refOf(object)], true);
     for (const owned of spec.owns) {
@@ -196,6 +209,7 @@ export class Controller<T extends KubeObject> {
     const { queue, pool } = this.require();
     for (const source of this.spec.sources) void this.pump(source, queue);
     pool.start(this.spec.concurrency, this.spec.adaptive);
+    this.prepared?.tasks?.start();
   }
 
   /**
@@ -222,6 +236,10 @@ export class Controller<T extends KubeObject> {
    * @internal
    */
   async stop(graceMs: number): Promise<void> {
+    const tasksEnded = this.prepared?.tasks?.stop(
+      "the controller is stopping (shutdown, or leadership lost)",
+      graceMs,
+    );
     const workersEnded = this.prepared?.pool.stop();
     for (const off of this.unsubscribe) off();
     const queue = this.prepared?.queue;
@@ -236,6 +254,7 @@ export class Controller<T extends KubeObject> {
     }
     this.abort.abort();
     await workersEnded;
+    await tasksEnded;
     await this.prepared?.caches.release();
   }
 

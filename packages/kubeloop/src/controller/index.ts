@@ -18,8 +18,6 @@ export type { ObjectRef } from "../client/index.js";
 export type { AdaptiveConcurrency } from "./adaptive-workers.js";
 export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
-export type { FairnessOptions } from "./fairness.js";
-export type { ObjectRateCap } from "./object-cap.js";
 export {
   Controller,
   type ControllerSpec,
@@ -29,6 +27,15 @@ export {
   type Reconciler,
   type Source,
 } from "./controller.js";
+export type { FairnessOptions } from "./fairness.js";
+export type { ObjectRateCap } from "./object-cap.js";
+export type {
+  DaemonOptions,
+  ObjectTask,
+  ObjectTaskContext,
+  ObjectTaskSpec,
+  TimerOptions,
+} from "./object-tasks.js";
 export {
   type Attempt,
   nextAttempt,

@@ -6,6 +6,7 @@ import type { AdaptiveConcurrency, ApiPressure } from "./adaptive-workers.js";
 import type { EventSink, ReconcileContext } from "./context.js";
 import type { FairnessOptions } from "./fairness.js";
 import type { ObjectRateCap } from "./object-cap.js";
+import type { ObjectTaskSpec } from "./object-tasks.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
 import type { ReconcileResult } from "./result.js";
@@ -61,6 +62,8 @@ export interface ControllerSpec<T extends KubeObject> {
   fairness?: FairnessOptions | false | undefined;
   /** At most `max` reconciles of one object per `window` (`.maxReconcilesPerObject`); none by default. */
   objectRateCap?: ObjectRateCap | undefined;
+  /** Per-object timers and daemons (`.timer`, `.daemon`); none by default. */
+  tasks?: ObjectTaskSpec<T>[] | undefined;
   reconcile: Reconciler<T>;
 }
 
