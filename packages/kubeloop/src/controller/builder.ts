@@ -271,6 +271,27 @@ export class ControllerBuilder<T extends KubeObject> {
     return this;
   }
 
+  /**
+   * Runs only while every kind it reconciles, owns or watches is served: the manager starts (and
+   * is Ready) without it while a CRD is missing, starts it when the CRD is established, stops it
+   * when the CRD is deleted, and starts it again when it returns, without a restart. `/readyz`
+   * (`[+]crds ok: …`) and a log line say what waits and why. Adds the RBAC to watch CRDs.
+   *
+   * @example
+   * ```ts
+   * controller(Nginx).followsCrds().reconcile(reconcileNginx);
+   * ```
+   */
+  followsCrds(): this {
+    this.spec.followCrds = true;
+    this.spec.permissions.push({
+      apiGroups: ["apiextensions.k8s.io"],
+      resources: ["customresourcedefinitions"],
+      verbs: ["get", "list", "watch"],
+    });
+    return this;
+  }
+
   reconcile(reconciler: Reconciler<T>): Controller<T> {
     return new Controller<T>({ ...this.spec, reconcile: reconciler });
   }

@@ -62,6 +62,8 @@ export interface ControllerSpec<T extends KubeObject> {
   fairness?: FairnessOptions | false | undefined;
   /** At most `max` reconciles of one object per `window` (`.maxReconcilesPerObject`); none by default. */
   objectRateCap?: ObjectRateCap | undefined;
+  /** Runs only while its kinds are served, started and stopped as their CRDs come and go (`.followsCrds`). */
+  followCrds?: boolean | undefined;
   /** Per-object timers and daemons (`.timer`, `.daemon`); none by default. */
   tasks?: ObjectTaskSpec<T>[] | undefined;
   reconcile: Reconciler<T>;
