@@ -38,6 +38,11 @@ export class CrdFollower implements Runnable {
   /** Transitions one at a time, in order. */
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
+  /**
+   * An evaluation is queued: CRD events meanwhile are covered by it (a chart installing 200 CRDs
+   * asks discovery a few times, not 200).
+   */
+  private queued = false;
 
   constructor(
     private readonly template: Controller<KubeObject>,
@@ -76,6 +81,12 @@ export class CrdFollower implements Runnable {
     this.informer = new Informer(env.client, CustomResourceDefinition as ResourceType<KubeObject>);
     const changed = () => this.schedule();
     this.informer.on({ added: changed, updated: changed, deleted: changed });
+    this.informer.onError((error) =>
+      this.deps.logger.warn(
+        { err: error, controller: this.template.name },
+        "crd-follower: cannot list/watch customresourcedefinitions (apiextensions.k8s.io); retrying",
+      ),
+    );
     this.informer.start();
     this.schedule();
   }
@@ -88,8 +99,13 @@ export class CrdFollower implements Runnable {
   }
 
   private schedule(): void {
+    if (this.queued) return;
+    this.queued = true;
     this.chain = this.chain
-      .then(() => this.evaluate())
+      .then(() => {
+        this.queued = false;
+        return this.evaluate();
+      })
       .catch((error: unknown) => {
         this.deps.logger.error({ err: error, controller: this.template.name }, "crd-follower: could not act");
       });
