@@ -273,6 +273,7 @@ async function row(name, argv, env, loadgen) {
     await noisyDone;
     const drained = (performance.now() - floodStart) / 1000;
     await tenants.settle(120_000);
+    await tenants.informer.stop();
     await client.close();
     return {
       name,
@@ -337,3 +338,4 @@ const lines = [
 const out = opts.out ?? join(here, opts.quick ? "RESULTS.fairness.quick.md" : "RESULTS.fairness.md");
 writeFileSync(out, lines.join("\n"));
 console.log(lines.join("\n"));
+process.exit(0); // a failed row's watches would otherwise keep retrying a stopped API server
