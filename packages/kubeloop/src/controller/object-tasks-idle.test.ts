@@ -26,7 +26,7 @@ function handFedView(object: KubeObject) {
     get: () => object,
     list: () => [object],
   } as unknown as InformerView<KubeObject>;
-  return { view, change: () => handlers?.updated(object, object, { initial: false }) };
+  return { view, change: () => handlers?.updated?.(object, object, { initial: false }) };
 }
 
 describe("per-object timer with idle", () => {
