@@ -3,7 +3,7 @@
 // with the Widget as controller owner) when the cached ConfigMap differs, ctx.status for
 // observedGeneration and the Ready condition. Run with Node 24 directly (types are stripped).
 // Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles),
-// KEEP_MANAGED_FIELDS.
+// KEEP_MANAGED_FIELDS, FAIRNESS (off: FIFO within a priority).
 // Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
 import { readFileSync } from "node:fs";
 import { getHeapSpaceStatistics } from "node:v8";
@@ -26,6 +26,8 @@ const widgets = controller(Widget)
   .withPredicates(generationChanged())
   .owns(ConfigMap)
   .concurrency(concurrency)
+  // FAIRNESS=off: FIFO within a priority (bench/fairness.mjs compares); default: by namespace.
+  .fairness(process.env.FAIRNESS === "off" ? false : {})
   .reconcile(async (widget, ctx) => {
     try {
       if (ctx.deleted) return done();

@@ -81,6 +81,9 @@ export function stripManagedFields<T extends KubeObject>(object: T): T {
   return object;
 }
 
+/** Objects serialised per scrape to estimate an informer's bytes: enough for a stable mean, cheap at any cache size. */
+export const SIZE_SAMPLE = 64;
+
 /**
  * A cache of one type (in one namespace or all) kept current by a reflector's list and watch: a
  * {@link Store} to read, with indexes, and handlers called on each change.
@@ -183,6 +186,21 @@ export class Informer<T extends KubeObject> {
 
   get size(): number {
     return this.store.size;
+  }
+
+  /**
+   * Roughly how many bytes the cached objects hold: their count times the mean JSON size of up to
+   * {@link SIZE_SAMPLE} of them (`kubeloop_informer_bytes`). JSON length tracks what an object costs
+   * in the heap closely enough to tell a 2 MB informer from a 2 GB one, at a cost that does not grow
+   * with the cache (serialising every object at each scrape would). An estimate, not a heap measure.
+   */
+  approximateBytes(): number {
+    const size = this.store.size;
+    if (size === 0) return 0;
+    const sample = this.store.sample(SIZE_SAMPLE);
+    let bytes = 0;
+    for (const object of sample) bytes += JSON.stringify(object).length;
+    return Math.round((bytes / sample.length) * size);
   }
 
   get(name: string, namespace?: string): T | undefined {

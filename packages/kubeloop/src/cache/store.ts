@@ -45,6 +45,17 @@ export class Store<T extends KubeObject> {
     return [...this.objects.values()];
   }
 
+  /** Up to `count` objects, in insertion order, without copying the rest (for size estimates). */
+  sample(count: number): T[] {
+    const out: T[] = [];
+    if (count <= 0) return out;
+    for (const object of this.objects.values()) {
+      out.push(object);
+      if (out.length >= count) break;
+    }
+    return out;
+  }
+
   keys(): string[] {
     return [...this.objects.keys()];
   }

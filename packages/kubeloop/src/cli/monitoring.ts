@@ -386,6 +386,24 @@ export function dashboard(name: string): object {
         { x: 16, y: 32, w: 8, h: 8 },
         "percentunit",
       ),
+      panel(
+        "Informer cache objects",
+        [[`sum by (kind, namespace) (kubeloop_informer_objects{${job}})`, "{{kind}} {{namespace}}"]],
+        { x: 0, y: 40, w: 8, h: 8 },
+      ),
+      panel(
+        "Informer cache bytes (approximate)",
+        [[`sum by (kind, namespace) (kubeloop_informer_bytes{${job}})`, "{{kind}} {{namespace}}"]],
+        { x: 8, y: 40, w: 8, h: 8 },
+        "bytes",
+        "Count of cached objects times the mean JSON size of a sample of them: which informer holds the memory.",
+      ),
+      panel(
+        "Reconciles deferred by the per-object cap",
+        [[rate("controller", "kubeloop_reconcile_deferred_total"), "{{controller}}"]],
+        { x: 16, y: 40, w: 8, h: 8 },
+        "ops",
+      ),
     ],
   };
 }

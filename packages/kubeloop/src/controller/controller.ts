@@ -4,6 +4,9 @@ import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
 import { groupOf } from "../resources/internal.js";
 import { ControllerCaches } from "./caches.js";
 import { Expectations, typeKeyOf } from "./expectations.js";
+import { queueFairness } from "./fairness.js";
+import { ObjectRateLimiter } from "./object-cap.js";
+import { ObjectTasks } from "./object-tasks.js";
 import type { Change, Predicate } from "./predicates.js";
 import { type ReconcileOutcome, ReconcileRunner } from "./runner.js";
 import type {
@@ -45,6 +48,8 @@ interface Prepared<T extends KubeObject> {
   runner: ReconcileRunner<T>;
   pool: WorkerPool;
   shard: ControllerShard | undefined;
+  /** Per-object timers and daemons, when the controller has any. */
+  tasks: ObjectTasks<T> | undefined;
 }
 
 /**
@@ -119,6 +124,7 @@ export class Controller<T extends KubeObject> {
         },
       },
       ...(spec.clock ? { clock: spec.clock } : {}),
+      ...withFairness(spec.fairness),
     });
     env.metrics?.registerQueue?.(queue);
     env.metrics?.maxConcurrent(spec.concurrency);
@@ -154,7 +160,7 @@ export class Controller<T extends KubeObject> {
     const pool = new WorkerPool({
       controller: this.name,
       queue,
-      process: (key) => runner.process(key),
+      process: capped(spec, queue, env, (key) => runner.process(key)),
       logger: env.logger,
       metrics: env.metrics,
       apiPressure: env.apiPressure,
@@ -166,6 +172,16 @@ export class Controller<T extends KubeObject> {
       runner,
       pool,
       shard,
+      tasks: spec.tasks?.length
+        ? new ObjectTasks<T>({
+            controller: this.name,
+            specs: spec.tasks,
+            primary: primary as InformerView<T>,
+            shard,
+            client: env.client,
+            logger: env.logger,
+          })
+        : undefined,
     };
     this.subscribe(primary, spec.predicates as Predicate[], (object) => [refOf(object)], true);
     for (const owned of spec.owns) {
@@ -193,6 +209,7 @@ export class Controller<T extends KubeObject> {
     const { queue, pool } = this.require();
     for (const source of this.spec.sources) void this.pump(source, queue);
     pool.start(this.spec.concurrency, this.spec.adaptive);
+    this.prepared?.tasks?.start();
   }
 
   /**
@@ -219,6 +236,10 @@ export class Controller<T extends KubeObject> {
    * @internal
    */
   async stop(graceMs: number): Promise<void> {
+    const tasksEnded = this.prepared?.tasks?.stop(
+      "the controller is stopping (shutdown, or leadership lost)",
+      graceMs,
+    );
     const workersEnded = this.prepared?.pool.stop();
     for (const off of this.unsubscribe) off();
     const queue = this.prepared?.queue;
@@ -233,6 +254,7 @@ export class Controller<T extends KubeObject> {
     }
     this.abort.abort();
     await workersEnded;
+    await tasksEnded;
     await this.prepared?.caches.release();
   }
 
@@ -337,6 +359,33 @@ export class Controller<T extends KubeObject> {
     if (!this.prepared) throw new Error(`controller "${this.name}" is not prepared`);
     return this.prepared;
   }
+}
+
+/** The queue's fairness option, when the controller has fairness (by default it does). */
+function withFairness(options: ControllerSpec<KubeObject>["fairness"]) {
+  const fairness = queueFairness(options);
+  return fairness ? { fairness } : {};
+}
+
+/**
+ * `process` behind the per-object cap, when the controller has one: a reconcile over the cap goes
+ * back to the queue for when the window allows (merged with any later change), and is counted.
+ */
+function capped<T extends KubeObject>(
+  spec: ControllerSpec<T>,
+  queue: WorkQueue<string>,
+  env: ControllerEnvironment,
+  process: (key: string) => Promise<unknown>,
+): (key: string) => Promise<unknown> {
+  if (!spec.objectRateCap) return process;
+  const limiter = new ObjectRateLimiter(spec.objectRateCap, spec.clock ?? { now: () => performance.now() });
+  return (key) => {
+    const waitMs = limiter.admit(key);
+    if (waitMs === 0) return process(key);
+    queue.addAfter(key, waitMs);
+    env.metrics?.deferred?.();
+    return Promise.resolve(undefined);
+  };
 }
 
 /** Only `status` (and bookkeeping) differs: no spec, label, annotation, owner or finalizer change. */

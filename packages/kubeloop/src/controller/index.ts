@@ -52,6 +52,15 @@ export {
   type Unwanted,
   type Waiting,
 } from "./dependents/index.js";
+export type { FairnessOptions } from "./fairness.js";
+export type { ObjectRateCap } from "./object-cap.js";
+export type {
+  DaemonOptions,
+  ObjectTask,
+  ObjectTaskContext,
+  ObjectTaskSpec,
+  TimerOptions,
+} from "./object-tasks.js";
 export {
   type Attempt,
   nextAttempt,

@@ -4,6 +4,9 @@ import type { Client, KubeObject, ObjectRef, ResourceType } from "../client/inde
 import type { Clock, QueueMetrics, WorkQueue } from "../queue/index.js";
 import type { AdaptiveConcurrency, ApiPressure } from "./adaptive-workers.js";
 import type { EventSink, ReconcileContext } from "./context.js";
+import type { FairnessOptions } from "./fairness.js";
+import type { ObjectRateCap } from "./object-cap.js";
+import type { ObjectTaskSpec } from "./object-tasks.js";
 import type { Change, Predicate } from "./predicates.js";
 import type { PolicyRule } from "./rbac.js";
 import type { ReconcileResult } from "./result.js";
@@ -54,6 +57,15 @@ export interface ControllerSpec<T extends KubeObject> {
   clock?: Clock | undefined;
   /** How long one reconcile may run before `ctx.signal` aborts (`.reconcileTimeout`); none by default. */
   reconcileTimeoutMs?: number | undefined;
+  // --- fairness, per-object cap (issue 38) ---
+  /** Fair turns among groups of keys (`.fairness`); undefined: by namespace; false: FIFO. */
+  fairness?: FairnessOptions | false | undefined;
+  /** At most `max` reconciles of one object per `window` (`.maxReconcilesPerObject`); none by default. */
+  objectRateCap?: ObjectRateCap | undefined;
+  /** Runs only while its kinds are served, started and stopped as their CRDs come and go (`.followsCrds`). */
+  followCrds?: boolean | undefined;
+  /** Per-object timers and daemons (`.timer`, `.daemon`); none by default. */
+  tasks?: ObjectTaskSpec<T>[] | undefined;
   reconcile: Reconciler<T>;
 }
 
@@ -132,5 +144,7 @@ export interface ControllerMetricsSink {
   timedOut(): void;
   activeWorkers(delta: number): void;
   maxConcurrent(value: number): void;
+  /** A reconcile was deferred by the per-object cap (`kubeloop_reconcile_deferred_total`). */
+  deferred?(): void;
   registerQueue?(queue: WorkQueue<string>): void;
 }

@@ -26,25 +26,8 @@ export interface ControllersEnvironment {
  * metrics, the shard gate), and makes the informers' failures and health visible.
  */
 export function prepareControllers(controllers: Controller<KubeObject>[], env: ControllersEnvironment): void {
-  const { client, registry, logger } = env;
-  for (const controller of controllers) {
-    const recorder = new EventRecorder(client, {
-      reportingController: controller.name,
-      onError: (error) =>
-        logger.warn({ err: error, controller: controller.name }, "could not record an event"),
-    });
-    env.recorders.push(recorder);
-    controller.prepare({
-      client,
-      registry,
-      namespaces: env.namespaces,
-      logger,
-      events: recorder,
-      ...(env.metrics ? { metrics: controllerHooks(env.metrics, controller.name) } : {}),
-      ...(env.shard ? { shard: env.shard } : {}),
-      apiPressure: env.apiPressure,
-    });
-  }
+  const { registry, logger } = env;
+  for (const controller of controllers) prepareController(controller, env);
   logger.info(
     { namespaces: env.namespaces ?? "all" },
     env.namespaces ? `watching namespaces ${env.namespaces.join(", ")}` : "watching all namespaces",
@@ -64,8 +47,30 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
       kind: informer.type.kind,
       namespace: informer.namespace ?? "",
       healthy: informer.health.synced && !informer.health.lastError,
+      objects: informer.size,
+      bytes: informer.approximateBytes(),
     })),
   );
+}
+
+/** Hands one controller its environment: an event recorder, metrics, the shard gate, the registry. */
+export function prepareController(controller: Controller<KubeObject>, env: ControllersEnvironment): void {
+  const { client, registry, logger } = env;
+  const recorder = new EventRecorder(client, {
+    reportingController: controller.name,
+    onError: (error) => logger.warn({ err: error, controller: controller.name }, "could not record an event"),
+  });
+  env.recorders.push(recorder);
+  controller.prepare({
+    client,
+    registry,
+    namespaces: env.namespaces,
+    logger,
+    events: recorder,
+    ...(env.metrics ? { metrics: controllerHooks(env.metrics, controller.name) } : {}),
+    ...(env.shard ? { shard: env.shard } : {}),
+    apiPressure: env.apiPressure,
+  });
 }
 
 /** A controller's measurements as the manager's Prometheus series (controller-runtime's names). */
@@ -84,6 +89,7 @@ function controllerHooks(all: Metrics, name: string): ControllerMetricsSink {
       metrics.workers(active);
     },
     maxConcurrent: (value) => metrics.maxConcurrent(value),
+    deferred: () => metrics.deferred(),
     registerQueue: (workqueue) => {
       queue.observe(workqueue);
     },
@@ -94,9 +100,13 @@ function controllerHooks(all: Metrics, name: string): ControllerMetricsSink {
  * Ready means: every informer synced and its watch healthy (a Forbidden watch is not ready). All
  * failures are named, so with one informer per namespace each namespace missing a Role shows.
  */
-export function checkInformers(registry: InformerRegistry | undefined): void {
+export function checkInformers(
+  registry: InformerRegistry | undefined,
+  skip: (informer: Informer<KubeObject>) => boolean = () => false,
+): void {
   const failures: string[] = [];
   for (const informer of registry?.informers ?? []) {
+    if (skip(informer)) continue;
     const { synced, lastError } = informer.health;
     if (lastError || !synced) failures.push(informerProblem(informer, "not synced yet"));
   }

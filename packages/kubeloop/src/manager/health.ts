@@ -24,10 +24,11 @@ import type { MetricsSource } from "./metrics.js";
  */
 
 /**
- * A named check: return (or resolve) when healthy, throw (or reject) with the reason when not.
+ * A named check: return (or resolve) when healthy, throw (or reject) with the reason when not. A
+ * passing check may return a note, shown in the verbose listing (`[+]crds ok: …`).
  * `signal` aborts when the check runs past its timeout.
  */
-export type HealthCheck = (signal: AbortSignal) => void | Promise<void>;
+export type HealthCheck = (signal: AbortSignal) => void | string | Promise<void | string>;
 
 /** kubebuilder's scaffold serves probes on `:8081`; its Deployment manifests and docs assume it. */
 export const DEFAULT_HEALTH_PROBE_PORT = 8081;
@@ -123,6 +124,8 @@ interface CheckResult {
  */
 export class HealthServer {
   private readonly options: HealthServerOptions;
+  /** What passing checks last said, by name. */
+  private readonly notes = new Map<string, string>();
   private readonly checks: Record<Endpoint, Map<string, HealthCheck>> = {
     healthz: new Map(),
     readyz: new Map(),
@@ -291,7 +294,8 @@ export class HealthServer {
     }
     const lines = results.map(({ name, excluded, error }) => {
       if (excluded) return `[+]${name} excluded: ok`;
-      if (error === undefined) return `[+]${name} ok`;
+      if (error === undefined)
+        return `[+]${name} ok${this.notes.has(name) ? `: ${this.notes.get(name)}` : ""}`;
       return `[-]${name} failed: ${this.options.withholdReasons ? "reason withheld" : error}`;
     });
     if (excludes.size > 0) {
@@ -332,7 +336,10 @@ export class HealthServer {
     });
     const outcome = (async () => {
       try {
-        await check(controller.signal);
+        // A passing check may say something (e.g. what waits, and why): shown as `[+]name ok: note`.
+        const note = await check(controller.signal);
+        if (typeof note === "string" && note) this.notes.set(name, note);
+        else this.notes.delete(name);
         return undefined;
       } catch (error) {
         return reasonOf(error);

@@ -8,7 +8,13 @@ import { ApiPressure, checkNamespaces } from "../controller/internal.js";
 import type { EventRecorder } from "../resources/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import type { ClusterProvider, Clusters } from "./clusters.js";
-import { checkInformers, prepareControllers, waitForSync } from "./controllers.js";
+import {
+  type ControllersEnvironment,
+  checkInformers,
+  prepareControllers,
+  waitForSync,
+} from "./controllers.js";
+import { CrdFollower } from "./crd-follower.js";
 import { LeaderElector } from "./leader-election.js";
 import { Metrics } from "./metrics.js";
 import { type ManagerOptions, optionsFromEnv, withDefaults } from "./options.js";
@@ -50,6 +56,8 @@ export class Manager {
   /** The namespaces watched by controllers without their own; `undefined` for all. */
   readonly namespaces: readonly string[] | undefined;
   private readonly controllers: Controller<KubeObject>[] = [];
+  /** Controllers that follow their CRDs (`.followsCrds()`): started and stopped as their kinds come and go. */
+  private readonly followers: CrdFollower[] = [];
   private readonly recorders: EventRecorder[] = [];
   private readonly webhookDefinitions: WebhookDefinition[] = [];
   private readonly servers: ManagerServers;
@@ -99,6 +107,7 @@ export class Manager {
       operatorNamespace: () => this.operatorNamespace(this.client),
       webhooks: this.webhookDefinitions,
       checkInformers: () => this.checkInformers(),
+      waitingControllers: () => waitingFor(this.followers),
       checkProgress: (afterMs) => {
         const stalled = this.controllers.flatMap((c) => c.stalled(afterMs) ?? []);
         if (stalled.length) throw new Error(stalled.join("; "));
@@ -186,10 +195,24 @@ export class Manager {
   }
 
   add<T extends KubeObject>(controller: Controller<T>): this {
-    if (this.controllers.some((c) => c.name === controller.name)) {
+    if (
+      this.controllers.some((c) => c.name === controller.name) ||
+      this.followers.some((f) => f.controllerName === controller.name)
+    ) {
       throw new Error(
         `A controller named "${controller.name}" was already added: give each a unique .named(…)`,
       );
+    }
+    if (controller.spec.followCrds) {
+      // Runs while its kinds are served, after the other controllers (crd-follower.ts).
+      const follower = new CrdFollower(controller as unknown as Controller<KubeObject>, {
+        env: () => this.controllersEnvironment(),
+        graceMs: () => (this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS)),
+        logger: this.logger,
+      });
+      this.followers.push(follower);
+      this.runnables.add("leader", follower);
+      return this;
     }
     this.controllers.push(controller as unknown as Controller<KubeObject>);
     return this;
@@ -317,7 +340,15 @@ export class Manager {
   }
 
   private prepareControllers(client: Client, registry: InformerRegistry): void {
-    prepareControllers(this.controllers, {
+    prepareControllers(this.controllers, this.controllersEnvironment(client, registry));
+  }
+
+  /** What controllers are prepared with (also those that follow their CRDs, when they start). */
+  private controllersEnvironment(
+    client: Client = this.client,
+    registry: InformerRegistry = this.registry,
+  ): ControllersEnvironment {
+    return {
       client,
       registry,
       namespaces: this.namespaces,
@@ -326,7 +357,7 @@ export class Manager {
       recorders: this.recorders,
       shard: this.shardingInstance?.member,
       apiPressure: this.apiPressure,
-    });
+    };
   }
 
   private async makeClient(): Promise<Client> {
@@ -348,7 +379,8 @@ export class Manager {
   }
 
   private checkInformers(): void {
-    checkInformers(this.registryInstance);
+    // The kinds of controllers that follow their CRDs come and go: their state is the `crds` check's.
+    checkInformers(this.registryInstance, (informer) => this.followers.some((f) => f.follows(informer.type)));
   }
 
   /** This replica leads (or needs no leadership): the `leader` group starts. */
@@ -408,3 +440,14 @@ export class Manager {
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/** What controllers following their CRDs wait for, for `/readyz`; undefined when none follows. */
+function waitingFor(followers: readonly CrdFollower[]): (() => string | undefined) | undefined {
+  if (followers.length === 0) return undefined;
+  return () => {
+    const waiting = followers.flatMap((f) =>
+      f.waiting ? [`controller "${f.controllerName}" waits: ${f.waiting}`] : [],
+    );
+    return waiting.length ? waiting.join("; ") : undefined;
+  };
+}

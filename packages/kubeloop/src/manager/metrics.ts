@@ -3,7 +3,10 @@ import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { TransportOptions } from "../client/index.js";
 import type { QueueMetrics } from "../queue/index.js";
 import { DEFAULT_PRIORITY, WORKQUEUE_METRIC_NAMES as WQ } from "../queue/index.js";
+import { type InformerReading, informerSizeGauges } from "./informer-metrics.js";
 import type { LeaderElectionMetrics } from "./leader-election.js";
+
+export type { InformerReading } from "./informer-metrics.js";
 
 /**
  * Prometheus metrics with controller-runtime's names, labels and buckets, so the dashboards and
@@ -28,6 +31,8 @@ import type { LeaderElectionMetrics } from "./leader-election.js";
  * | `controller_runtime_webhook_requests_total` | `webhook`, `code` | {@link Metrics.webhooks} |
  * | `controller_runtime_webhook_latency_seconds` | `webhook` | {@link Metrics.webhooks} |
  * | `kubeloop_informer_watch_healthy` | `kind`, `namespace` | {@link Metrics.observeInformers}, read when scraped |
+ * | `kubeloop_informer_objects`, `kubeloop_informer_bytes` | `kind`, `namespace` | {@link Metrics.observeInformers}, read when scraped (informers of one kind and namespace summed) |
+ * | `kubeloop_reconcile_deferred_total` | `controller` | {@link ControllerMetricSeries.deferred} |
  * | `kubeloop_certificate_expiration_timestamp_seconds` | `server` | {@link Metrics.certificateExpiry} |
  * | `process_*`, `nodejs_*` | — | prom-client's default collectors (Go operators have `process_*`, `go_*`) |
  */
@@ -83,6 +88,8 @@ export interface ControllerMetricSeries {
   workers(active: number): void;
   /** `controller_runtime_max_concurrent_reconciles`: the controller's worker count. */
   maxConcurrent(workers: number): void;
+  /** `kubeloop_reconcile_deferred_total`: a reconcile waited for the per-object cap. */
+  deferred(): void;
 }
 
 /** The readings a queue computes at scrape time (`WorkQueue` has both). */
@@ -104,14 +111,6 @@ export interface WorkqueueMetrics extends Required<QueueMetrics> {
 
 /** The transport's `onResponse` hook (`new Client(config, { onResponse })`). */
 export type ResponseHook = NonNullable<TransportOptions["onResponse"]>;
-
-/** An informer's health as `kubeloop_informer_watch_healthy` shows it. */
-export interface InformerReading {
-  kind: string;
-  /** Empty for a cluster-wide informer. */
-  namespace: string;
-  healthy: boolean;
-}
 
 /** What a server needs to serve `/metrics` (a {@link Metrics} has it); lets servers stay free of prom-client. */
 export interface MetricsSource {
@@ -161,6 +160,7 @@ export class Metrics implements MetricsSource {
   private readonly reconcileTime: Histogram<"controller">;
   private readonly maxConcurrentReconciles: Gauge<"controller">;
   private readonly activeWorkers: Gauge<"controller">;
+  private readonly reconcileDeferred: Counter<"controller">;
 
   private readonly queueDepth: Gauge<"name" | "controller" | "priority">;
   private readonly queueAdds: Counter<"name" | "controller">;
@@ -237,6 +237,13 @@ export class Metrics implements MetricsSource {
     this.activeWorkers = new Gauge({
       name: "controller_runtime_active_workers",
       help: "Number of currently used workers per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+
+    this.reconcileDeferred = new Counter({
+      name: "kubeloop_reconcile_deferred_total",
+      help: "Reconciles deferred by the controller's per-object cap (maxReconcilesPerObject); each runs later, merged with later changes.",
       labelNames: ["controller"],
       registers,
     });
@@ -356,6 +363,7 @@ export class Metrics implements MetricsSource {
         }
       },
     });
+    informerSizeGauges(Gauge, registers, () => metrics.informerReadings?.() ?? []);
     this.certificateExpiration = new Gauge({
       name: "kubeloop_certificate_expiration_timestamp_seconds",
       help: "When the serving certificate in use expires, in seconds since the epoch, by server (webhook, metrics).",
@@ -429,7 +437,9 @@ export class Metrics implements MetricsSource {
     const time = this.reconcileTime.labels(labels);
     const max = this.maxConcurrentReconciles.labels(labels);
     const active = this.activeWorkers.labels(labels);
-    for (const counter of [...Object.values(total), errors, terminal, panics, timeouts]) counter.inc(0);
+    const deferred = this.reconcileDeferred.labels(labels);
+    for (const counter of [...Object.values(total), errors, terminal, panics, timeouts, deferred])
+      counter.inc(0);
     active.set(0);
     const metrics: ControllerMetricSeries = {
       name,
@@ -447,6 +457,7 @@ export class Metrics implements MetricsSource {
       timedOut: () => timeouts.inc(),
       workers: (count) => active.set(count),
       maxConcurrent: (count) => max.set(count),
+      deferred: () => deferred.inc(),
     };
     this.controllers.set(name, metrics);
     return metrics;

@@ -39,6 +39,11 @@ export interface ServersDeps {
   checkInformers: () => void;
   /** Liveness of the controllers: throws naming each whose workers took no key for `afterMs`. */
   checkProgress: (afterMs: number) => void;
+  /**
+   * Asked when the probes start: undefined when no controller follows its CRDs, else a reading of
+   * what waits and why (undefined while none waits).
+   */
+  waitingControllers?: () => (() => string | undefined) | undefined;
 }
 
 /**
@@ -132,6 +137,9 @@ export class ManagerServers {
     if (stallTimeoutMs > 0)
       server.addHealthCheck("reconcilers", () => this.deps.checkProgress(stallTimeoutMs));
     server.addReadyCheck("informers", () => this.deps.checkInformers());
+    // Passes while controllers wait for their CRDs (the rest of the manager is ready), saying so.
+    const waiting = this.deps.waitingControllers?.();
+    if (waiting) server.addReadyCheck("crds", () => waiting() ?? "every controller's kinds are served");
     if (this.deps.webhooks.length) {
       server.addReadyCheck("webhooks", () => {
         if (!this.webhookServer?.listening) throw new Error("the webhook server is not listening");

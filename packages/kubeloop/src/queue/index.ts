@@ -7,6 +7,7 @@
  * - `addAfter` delays a key (one timer, a min-heap of ready times, earliest time wins);
  * - `addRateLimited` backs a failing key off (5 ms × 2ⁿ up to 1000 s by default), `forget` resets;
  * - priorities: higher first, FIFO among equals; initial-list keys at {@link LOW_PRIORITY};
+ * - fairness (optional): within a priority, groups of keys (e.g. namespaces) take turns;
  * - `shutDown` / `shutDownWithDrain`, metrics hooks named after client-go's workqueue metrics,
  *   and an injectable clock ({@link FakeClock}) for tests without sleeps.
  *
@@ -44,6 +45,7 @@
  * ```
  */
 export { type Clock, FakeClock, systemClock } from "./clock.js";
+export type { Fairness } from "./fair-line.js";
 export { type QueueMetrics, WORKQUEUE_METRIC_NAMES } from "./metrics.js";
 export {
   DEFAULT_PRIORITY,

@@ -14,6 +14,9 @@ import { ExponentialRateLimiter } from "./rate-limiters.js";
  * - the counts agree;
  * - checked without the model: no key is held by two workers, no key is both queued and held.
  *
+ * With fairness, the keys fall in groups of different weights and the model's lines are rings of
+ * groups (the rule in fair-line.ts); without, every key is in one group, which is plain FIFO.
+ *
  * At the end, with no more adds, the workers drain the queue (the clock jumps to each pending
  * delay) and every key must have been handed out after its last add.
  */
@@ -31,14 +34,71 @@ interface PendingRun {
 }
 type Pick = { key: string; priority: number } | undefined;
 
+/** How the model and the queue group keys: the queue's `fairness` option, or undefined for one group. */
+interface Grouping {
+  key(key: string): string;
+  weight(group: string): number;
+}
+
+/** One priority's queued keys: a ring of groups, each a FIFO list (one group without fairness). */
+class Ring {
+  /** Groups with queued keys, front first. */
+  readonly order: string[] = [];
+  readonly keys = new Map<string, string[]>();
+  /** Takes of the front group since it reached the front. */
+  turns = 0;
+  constructor(private readonly grouping: Grouping | undefined) {}
+
+  get length(): number {
+    return [...this.keys.values()].reduce((n, keys) => n + keys.length, 0);
+  }
+
+  push(key: string): void {
+    const group = this.grouping?.key(key) ?? "";
+    const keys = this.keys.get(group);
+    if (keys !== undefined) keys.push(key);
+    else {
+      this.keys.set(group, [key]);
+      this.order.push(group);
+    }
+  }
+
+  remove(key: string): void {
+    const group = this.grouping?.key(key) ?? "";
+    const keys = this.keys.get(group) as string[];
+    keys.splice(keys.indexOf(key), 1);
+    if (keys.length === 0) this.leave(group);
+  }
+
+  shift(): string | undefined {
+    const group = this.order[0];
+    if (group === undefined) return undefined;
+    const keys = this.keys.get(group) as string[];
+    const key = keys.shift();
+    if (keys.length === 0) this.leave(group);
+    else if (++this.turns >= (this.grouping?.weight(group) ?? 1)) {
+      this.turns = 0;
+      this.order.push(this.order.shift() as string);
+    }
+    return key;
+  }
+
+  private leave(group: string): void {
+    if (this.order[0] === group) this.turns = 0;
+    this.order.splice(this.order.indexOf(group), 1);
+    this.keys.delete(group);
+  }
+}
+
 /** The rules, one map or array per concept, no cleverness. */
 class Model {
+  constructor(private readonly grouping: Grouping | undefined) {}
   now = 0;
   shut = false;
   private seq = 0;
   readonly pending = new Map<string, PendingRun>();
   readonly processing = new Set<string>();
-  readonly lines = new Map<number, string[]>();
+  readonly lines = new Map<number, Ring>();
   readonly waiters: number[] = [];
   readonly failures = new Map<string, number>();
   /** What each worker's outstanding get resolves with, once the model decided. */
@@ -144,7 +204,7 @@ class Model {
   counts(): QueueCounts {
     const runs = [...this.pending.values()];
     return {
-      queued: [...this.lines.values()].reduce((n, line) => n + line.length, 0),
+      queued: [...this.lines.values()].reduce((n, ring) => n + ring.length, 0),
       dirty: runs.filter((run) => !run.waiting).length,
       processing: this.processing.size,
       waiting: runs.filter((run) => run.waiting).length,
@@ -153,8 +213,7 @@ class Model {
 
   private raise(key: string, run: PendingRun, priority: number): void {
     if (!this.processing.has(key)) {
-      const line = this.line(run.priority);
-      line.splice(line.indexOf(key), 1);
+      this.line(run.priority).remove(key);
       this.line(priority).push(key);
     }
     run.priority = priority;
@@ -180,10 +239,10 @@ class Model {
     return run.priority;
   }
 
-  private line(priority: number): string[] {
+  private line(priority: number): Ring {
     let line = this.lines.get(priority);
     if (line === undefined) {
-      line = [];
+      line = new Ring(this.grouping);
       this.lines.set(priority, line);
     }
     return line;
@@ -200,15 +259,16 @@ interface Worker {
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function run(seed: number, steps: number, shutdownAt: number | undefined) {
+async function run(seed: number, steps: number, shutdownAt: number | undefined, grouping?: Grouping) {
   const rand = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
   const clock = new FakeClock();
   const queue = new WorkQueue<string>({
     clock,
     rateLimiter: new ExponentialRateLimiter({ baseDelayMs: 5, maxDelayMs: MAX_BACKOFF_MS }),
+    ...(grouping ? { fairness: grouping } : {}),
   });
-  const model = new Model();
+  const model = new Model(grouping);
   const workers: Worker[] = Array.from({ length: WORKERS }, (_, id) => ({ id, stopped: false }));
   const lastAdd = new Map<string, number>();
   const lastStart = new Map<string, number>();
@@ -398,5 +458,19 @@ describe("WorkQueue against a reference model (random operations, concurrent wor
 
   it("agrees with the model when it shuts down, with or without drain, midway", async () => {
     for (let seed = 101; seed <= 140; seed++) await run(seed, 600, 300 + (seed % 7) * 20);
+  });
+
+  // Three groups: x (a, b, c), y (d, e; two takes per turn), z (f).
+  const GROUPS: Grouping = {
+    key: (key) => (key <= "c" ? "x" : key <= "e" ? "y" : "z"),
+    weight: (group) => (group === "y" ? 2 : 1),
+  };
+
+  it("agrees with the model with fairness among weighted groups over 30 random runs", async () => {
+    for (let seed = 201; seed <= 230; seed++) await run(seed, 1500, undefined, GROUPS);
+  });
+
+  it("agrees with the model with fairness when it shuts down midway", async () => {
+    for (let seed = 301; seed <= 320; seed++) await run(seed, 600, 300 + (seed % 7) * 20, GROUPS);
   });
 });

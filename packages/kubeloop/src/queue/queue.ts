@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from "./clock.js";
 import { type Delayed, DelayScheduler } from "./delaying.js";
 import { Deque } from "./deque.js";
+import { type FairEntry, FairLine, type Fairness } from "./fair-line.js";
 import type { QueueMetrics } from "./metrics.js";
 import { defaultRateLimiter, type RateLimiter } from "./rate-limiters.js";
 
@@ -37,7 +38,8 @@ import { defaultRateLimiter, type RateLimiter } from "./rate-limiters.js";
  * makes it ready at once. So each key has at most one pending run, at the earliest time asked for.
  *
  * Priorities: integers, higher first, default 0 ({@link DEFAULT_PRIORITY}); FIFO among equal
- * priorities. Duplicate adds keep the highest priority asked for; a queued key raised to a higher
+ * priorities, or, with `fairness`, fair turns among groups of keys (fair-line.ts states the rule;
+ * FIFO within a group). Duplicate adds keep the highest priority asked for; a queued key raised to a higher
  * priority joins the back of that priority's line. Initial-list keys use {@link LOW_PRIORITY}, so
  * a restart's thousands of "nothing changed" keys go behind fresh changes.
  *
@@ -70,6 +72,11 @@ export interface WorkQueueOptions<K> {
   metrics?: QueueMetrics;
   /** Default {@link systemClock}; a {@link FakeClock} in tests. */
   clock?: Clock;
+  /**
+   * Fair turns among groups of keys within each priority (e.g. by namespace), so one busy group
+   * cannot starve the others; see {@link Fairness}. Default: none (FIFO within a priority).
+   */
+  fairness?: Fairness<K>;
 }
 
 /** A key handed out by {@link WorkQueue.getWithPriority}, with the priority it was queued at. */
@@ -91,7 +98,7 @@ export interface QueueCounts {
 }
 
 /** One pending run of a key; moves from `pending` to `processing` when a worker gets it. */
-class Entry<K> implements Delayed {
+class Entry<K> implements Delayed, FairEntry<K> {
   /** Waiting: when the delay ends. Ready: when it became ready. */
   readyAt: number;
   startedAt = 0;
@@ -100,6 +107,8 @@ class Entry<K> implements Delayed {
   waiting = false;
   /** Left in a priority line after the key moved to a higher one; skipped when reached. */
   stale = false;
+  /** Its fairness group while queued (fair-line.ts). */
+  group = "";
 
   constructor(
     readonly key: K,
@@ -110,12 +119,15 @@ class Entry<K> implements Delayed {
   }
 }
 
-/** The queued keys of one priority, in FIFO order. */
+/** The queued keys of one priority, in FIFO order or fair turns among groups. */
 class Level<K> {
-  readonly line = new Deque<Entry<K>>();
-  /** Entries in `line` that are not stale. */
-  live = 0;
-  constructor(readonly priority: number) {}
+  readonly line: FairLine<K, Entry<K>>;
+  constructor(
+    readonly priority: number,
+    fairness: Fairness<K> | undefined,
+  ) {
+    this.line = new FairLine<K, Entry<K>>(fairness);
+  }
 }
 
 /** A pending `get()`: resolved with a key (already moved to processing), or undefined on shutdown. */
@@ -158,6 +170,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
   private readonly clock: Clock;
   private readonly rateLimiter: RateLimiter<K>;
   private readonly metrics: QueueMetrics | undefined;
+  private readonly fairness: Fairness<K> | undefined;
   /** Keys with a pending run: waiting, queued, or dirty while processing. One entry per key. */
   private readonly pending = new Map<K, Entry<K>>();
   /** Keys handed out and not done, with their start times. */
@@ -180,6 +193,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     this.clock = options.clock ?? systemClock;
     this.rateLimiter = options.rateLimiter ?? defaultRateLimiter<K>();
     this.metrics = options.metrics;
+    this.fairness = options.fairness;
     this.delays = new DelayScheduler<Entry<K>>(this.clock, (entry) => {
       entry.waiting = false;
       this.becameReady(entry);
@@ -405,7 +419,6 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     }
     const level = this.levelFor(entry.priority);
     level.line.push(entry);
-    level.live++;
     this.queued++;
   }
 
@@ -422,9 +435,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     }
     // Queued: leave the old entry as a tombstone in its line and join the back of the new one.
     entry.stale = true;
-    const old = this.levelFor(entry.priority);
-    old.live--;
-    if (old.live === 0) old.line.clear();
+    this.levelFor(entry.priority).line.discard(entry);
     this.queued--;
     const moved = new Entry(entry.key, priority, entry.readyAt);
     this.pending.set(entry.key, moved);
@@ -435,14 +446,11 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
   private dequeue(): Entry<K> | undefined {
     if (this.queued === 0) return undefined;
     for (const level of this.levels) {
-      if (level.live === 0) continue;
-      for (let entry = level.line.shift(); entry !== undefined; entry = level.line.shift()) {
-        if (entry.stale) continue;
-        level.live--;
-        if (level.live === 0) level.line.clear(); // drop trailing tombstones
-        this.queued--;
-        return entry;
-      }
+      if (level.line.live === 0) continue;
+      const entry = level.line.shift();
+      if (entry === undefined) continue;
+      this.queued--;
+      return entry;
     }
     return undefined;
   }
@@ -466,11 +474,11 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     const found = this.levelByPriority.get(priority);
     if (found !== undefined) return found;
     if (this.levels.length >= MAX_LEVELS_BEFORE_PURGE) {
-      this.levels = this.levels.filter((level) => level.live > 0 || level.priority === DEFAULT_PRIORITY);
+      this.levels = this.levels.filter((level) => level.line.live > 0 || level.priority === DEFAULT_PRIORITY);
       this.levelByPriority.clear();
       for (const level of this.levels) this.levelByPriority.set(level.priority, level);
     }
-    const level = new Level<K>(priority);
+    const level = new Level<K>(priority, this.fairness);
     this.levelByPriority.set(priority, level);
     let i = 0;
     while (i < this.levels.length && (this.levels[i] as Level<K>).priority > priority) i++;
