@@ -126,11 +126,31 @@ export class World {
    * table `t` (an id column with a default) through the read-write Service, and prints each row the
    * server acknowledged as `<server time, epoch s>|<id>`.
    */
-  async startWriter(namespace: string, db: string, podName: string, seconds: number): Promise<void> {
-    // The server's clock (the kernel's, as this process's): the image's date has whole seconds only.
-    const insert = "insert into t default values returning extract(epoch from clock_timestamp()), id";
-    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${insert}" 2>/dev/null; sleep 0.1; done`;
-    await this.applyPod(namespace, podName, script, { db });
+  async startWriter(
+    namespace: string,
+    db: string,
+    podName: string,
+    seconds: number,
+    options: { node?: string } = {},
+  ): Promise<void> {
+    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${INSERT}" 2>/dev/null; sleep 0.1; done`;
+    await this.applyPod(namespace, podName, script, { db, ...options });
+  }
+
+  /**
+   * Starts a writer that keeps one connection (through the read-write Service) for `rows` inserts,
+   * 0.1 s apart, printing each acknowledged row as `startWriter`'s do and, when the session ends,
+   * what psql said and its exit code.
+   */
+  async startHeldWriter(
+    namespace: string,
+    db: string,
+    podName: string,
+    rows: number,
+    options: { node?: string } = {},
+  ): Promise<void> {
+    const script = `i=0; while [ $i -lt ${rows} ]; do echo "${INSERT};"; sleep 0.1; i=$((i+1)); done | psql -Atq 2>&1; echo "psql exited $?"`;
+    await this.applyPod(namespace, podName, script, { db, ...options });
   }
 
   /**
@@ -170,7 +190,7 @@ export class World {
     namespace: string,
     podName: string,
     script: string,
-    options: { db?: string; host?: string; backups?: string; timeoutMs?: number },
+    options: { db?: string; host?: string; backups?: string; timeoutMs?: number; node?: string },
   ): Promise<string> {
     await this.applyPod(namespace, podName, script, options);
     let phase = "";
@@ -191,7 +211,7 @@ export class World {
     namespace: string,
     podName: string,
     script: string,
-    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+    { db, host = "host", backups, node }: { db?: string; host?: string; backups?: string; node?: string },
   ): Promise<void> {
     const fromConfig = (env: string, key: string) => ({
       name: env,
@@ -207,6 +227,7 @@ export class World {
       metadata: { name: podName, namespace },
       spec: {
         restartPolicy: "Never",
+        ...(node ? { nodeName: node } : {}),
         securityContext: { runAsNonRoot: true, runAsUser: 65532 },
         containers: [
           {
@@ -233,6 +254,9 @@ export class World {
     await this.ok(["apply", "-f", "-"], JSON.stringify(pod));
   }
 }
+
+/** The server's clock (the kernel's, as this process's): the image's date has whole seconds only. */
+const INSERT = "insert into t default values returning extract(epoch from clock_timestamp()), id";
 
 /**
  * The outage in acknowledged writes around `deletedAt` (ms): the longest pause between two rows
