@@ -31,34 +31,6 @@ afterAll(() => world.stop());
 const get = (args: string[]) => world.ok(["-n", ns, "get", ...args]);
 const field = (db: string, path: string) => get(["sampledb", db, "-o", `jsonpath=${path}`]);
 
-/** Every instance 0 (the first primary) on node-0, every other elsewhere. */
-async function placeInstances(): Promise<void> {
-  const others = ["node-1", "node-2"];
-  for (const node of others) await world.ok(["cordon", node]);
-  for (const [name, spec] of Object.entries(DBS))
-    await world.ok(
-      ["-n", ns, "apply", "-f", "-"],
-      `apiVersion: seed.example.com/v1
-kind: SampleDB
-metadata: { name: ${name} }
-spec: { ${spec}, storage: 256Mi, image: ${world.postgres} }
-`,
-    );
-  const scheduled = async (pod: string) =>
-    (await get(["pod", pod, "-o", "jsonpath={.spec.nodeName}"]).catch(() => "")) !== "";
-  await pollUntil(async () => (await Promise.all(NAMES.map((db) => scheduled(`${db}-0`)))).every(Boolean), {
-    timeoutMs: 120_000,
-    intervalMs: 500,
-    message: "every instance 0 scheduled",
-  });
-  for (const node of others) await world.ok(["uncordon", node]);
-  // The others were placed on node-0 too (the only node open): again, now away from instance 0.
-  const replicas = NAMES.flatMap((db) =>
-    Array.from({ length: DBS[db].startsWith("instances: 3") ? 2 : 1 }, (_, i) => `${db}-${i + 1}`),
-  );
-  await world.ok(["-n", ns, "delete", "pod", ...replicas, "--wait=false", "--ignore-not-found"]);
-}
-
 async function nodesOf(db: Name): Promise<string[]> {
   const out = await get([
     "pods",
@@ -84,7 +56,7 @@ async function rowsOnPrimary(db: Name): Promise<{ recovery: string; ids: Set<num
 
 describe("SampleDB level 5: the primary's node is lost", () => {
   it("keeps taking writes (preferred; required with 3), waits (required with 2), fences the old primary, loses nothing", async () => {
-    await placeInstances();
+    await world.createOnNode(ns, DBS, LOST);
     await Promise.all(NAMES.map((db) => world.waitForPhase(ns, db, "Ready", 300_000)));
     for (const db of NAMES) {
       const placed = await nodesOf(db);

@@ -2,6 +2,7 @@ import { Manager } from "kubeloop";
 import { ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
 import { sampleDBController } from "../src/controller.ts";
 import { sampleDBMetrics } from "../src/metrics.ts";
+import { COMPONENT } from "../src/objects.ts";
 import { SampleDB } from "../src/resources.ts";
 
 /**
@@ -67,6 +68,54 @@ export class World {
     });
     if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed: ${result.stderr}`);
     return result.stdout;
+  }
+
+  /**
+   * Creates SampleDBs (name → the fields of `spec` as YAML flow, image and storage added) with
+   * every instance 0, the first primary, on `node` and the others elsewhere: the other nodes are
+   * cordoned until each instance 0 is scheduled, then the other instances (put on `node` too, the
+   * only one open) are deleted, to be made again away from instance 0 (the pods' anti-affinity).
+   */
+  async createOnNode(namespace: string, specs: Record<string, string>, node: string): Promise<void> {
+    const others = this.plane.nodeNames.filter((n) => n !== node);
+    for (const other of others) await this.ok(["cordon", other]);
+    const items = Object.entries(specs).map(
+      ([name, spec]) => `---
+apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: ${name} }
+spec: { ${spec}, storage: 256Mi, image: ${this.postgres} }
+`,
+    );
+    await this.ok(["-n", namespace, "apply", "-f", "-"], items.join(""));
+    const placed = async () =>
+      (
+        await this.ok([
+          "-n",
+          namespace,
+          "get",
+          "pods",
+          "-l",
+          `${COMPONENT}=instance`,
+          "-o",
+          'jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\\n"}{end}',
+        ])
+      )
+        .trim()
+        .split("\n")
+        .map((line) => line.split("=") as [string, string]);
+    await pollUntil(
+      async () => {
+        const pods = await placed();
+        return Object.keys(specs).every((db) => pods.some(([pod, at]) => pod === `${db}-0` && at === node));
+      },
+      { timeoutMs: 120_000, intervalMs: 500, message: `every instance 0 scheduled on ${node}` },
+    );
+    for (const other of others) await this.ok(["uncordon", other]);
+    const again = (await placed())
+      .filter(([pod, at]) => !pod.endsWith("-0") && at === node)
+      .map(([pod]) => pod);
+    if (again.length) await this.ok(["-n", namespace, "delete", "pod", ...again, "--wait=false"]);
   }
 
   /** Waits until the SampleDB's phase is `phase`; returns the seconds it took. */
