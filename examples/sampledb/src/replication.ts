@@ -44,7 +44,7 @@ export function standbyNames(
       return {
         value: quorum(n, others),
         writes: "Synchronous",
-        message: `${n} standby confirms each commit`,
+        message: `each commit waits for ${n} of ${others.join(", ")}`,
       };
     return {
       value: quorum(n, others),
@@ -53,12 +53,16 @@ export function standbyNames(
     };
   }
   if (live.length >= n)
-    return { value: quorum(n, live), writes: "Synchronous", message: `${n} standby confirms each commit` };
+    return {
+      value: quorum(n, live),
+      writes: "Synchronous",
+      message: `each commit waits for ${n} of ${live.join(", ")}`,
+    };
   if (live.length > 0)
     return {
       value: quorum(live.length, live),
       writes: "Degraded",
-      message: `durability preferred: commits wait for ${live.length} standby, not ${n} (not streaming: ${missing.join(", ")})`,
+      message: `durability preferred: each commit waits for ${live.length} of ${live.join(", ")}, not ${n} (not streaming: ${missing.join(", ")})`,
     };
   return {
     value: "",
