@@ -220,6 +220,9 @@ export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.
               readinessProbe: {
                 exec: { command: ["pg_isready", "-h", "/tmp", "-U", "postgres"] },
                 periodSeconds: 2,
+                // A busy node can take over a second to run it (the default timeout): a primary
+                // that is only slow must not look gone, which starts a failover.
+                timeoutSeconds: 5,
               },
               securityContext: { ...restricted, runAsNonRoot: true, runAsUser: UID },
               volumeMounts: [{ name: "data", mountPath: DATA }],

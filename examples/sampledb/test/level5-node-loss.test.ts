@@ -1,5 +1,5 @@
 import { pollUntil } from "kubeloop/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { World, writeOutage } from "./world.ts";
 
 // Level 5 on real nodes: the machine of the primary is lost. Its kubelet stops, its containers run
@@ -27,6 +27,11 @@ beforeAll(async () => {
   await world.ok(["create", "namespace", ns]);
 });
 afterAll(() => world.stop());
+afterEach(async (context) => {
+  if (context.task.result?.state !== "fail") return;
+  const events = await get(["events", "--sort-by=.lastTimestamp"]).catch((e: Error) => e.message);
+  console.log(`events in ${ns}:\n${events}`);
+});
 
 const get = (args: string[]) => world.ok(["-n", ns, "get", ...args]);
 const field = (db: string, path: string) => get(["sampledb", db, "-o", `jsonpath=${path}`]);
