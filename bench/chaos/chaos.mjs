@@ -15,7 +15,8 @@
 // (the primary's pod, its node), recovery from the SampleDB's status, acknowledged rows lost
 // (real-pods-sampledb.mjs), then the primary's node lost with nothing force-deleted, per replication
 // setting (real-pods-sampledb-node-loss.mjs; --faults node-loss for it alone, pod-delete,node-stop
-// for the first part alone); results in bench/chaos/results-real-pods-sampledb.json.
+// for the first part alone); results in bench/chaos/results-real-pods-sampledb.json (node-loss alone:
+// results-real-pods-sampledb-node-loss.json).
 // With --autopilot [--objects 100 --rate 6 --hold 30 --target 3]: instead, the sharded operator
 // scaled by its HPA on its own work rate under churn, up and down (autopilot.mjs); samples in
 // bench/chaos/results-autopilot.json, drawn into docs/autopilot.svg.
@@ -190,8 +191,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       settings: values.settings.split(",").map((s) => s.trim()),
     };
     const results = await run({ ...options, log });
+    // --faults node-loss alone keeps its results beside, not over, the worker settings' ones.
+    const onlyNodeLoss = values.workload === "sampledb" && values.faults === "node-loss";
     const file =
-      values.workload === "nginx" ? "results-real-pods.json" : `results-real-pods-${values.workload}.json`;
+      values.workload === "nginx"
+        ? "results-real-pods.json"
+        : `results-real-pods-${values.workload}${onlyNodeLoss ? "-node-loss" : ""}.json`;
     writeFileSync(
       values.out ?? new URL(`./${file}`, import.meta.url).pathname,
       `${JSON.stringify({ at: new Date().toISOString(), ...options, results }, null, 2)}\n`,
