@@ -182,8 +182,13 @@ spec: { ${spec}, storage: 256Mi, image: ${this.postgres} }
     seconds: number,
     options: { node?: string } = {},
   ): Promise<void> {
-    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${INSERT}" 2>/dev/null; sleep 0.1; done`;
+    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ] && [ ! -f /tmp/stop ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${INSERT}" 2>/dev/null; sleep 0.1; done`;
     await this.applyPod(namespace, podName, script, { db, ...options });
+  }
+
+  /** Ends a `startWriter` writer before its time (it finishes the row it is on, then Succeeds). */
+  async stopWriter(namespace: string, podName: string): Promise<void> {
+    await this.ok(["-n", namespace, "exec", podName, "--", "touch", "/tmp/stop"]);
   }
 
   /**
