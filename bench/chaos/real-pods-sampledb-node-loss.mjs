@@ -39,7 +39,15 @@ export async function runSampleDBNodeLoss({ repetitions, log }) {
   const results = Object.fromEntries(
     Object.keys(NODE_LOSS_SETTINGS).map((name) => [
       name,
-      { resumedMs: [], pauseMs: [], acknowledged: 0, lost: 0, heldAfterPromotion: 0, silent: 0 },
+      {
+        resumedMs: [],
+        pauseMs: [],
+        failoverMs: [],
+        acknowledged: 0,
+        lost: 0,
+        heldAfterPromotion: 0,
+        silent: 0,
+      },
     ]),
   );
   let operator;
@@ -59,6 +67,7 @@ export async function runSampleDBNodeLoss({ repetitions, log }) {
         if (r.resumedMs === undefined) total.silent++;
         else total.resumedMs.push(r.resumedMs);
         total.pauseMs.push(r.pauseMs);
+        if (r.failoverMs !== undefined) total.failoverMs.push(r.failoverMs);
         total.acknowledged += r.acknowledged;
         total.lost += r.lost;
         total.heldAfterPromotion += r.heldAfterPromotion;
@@ -102,6 +111,7 @@ async function repetition(world, ns, log) {
   await world.plane.stopKubelet(LOST);
   log(`  ${ns}: ${LOST}'s kubelet stopped`);
   await new Promise((resolve) => setTimeout(resolve, WRITE_SECONDS * 1000));
+  const stoppedAt = Date.now();
   await Promise.all(names.map((db) => world.stopWriter(ns, `${db}-writer`)));
   const phase = (pod) => world.ok(["-n", ns, "get", "pod", pod, "-o", "jsonpath={.status.phase}"]);
   await waitFor(
@@ -122,17 +132,19 @@ async function repetition(world, ns, log) {
     const ids = await world.sqlPod(ns, db, `${db}-check`, `psql -Atc "select id from t"`);
     const present = new Set(ids.trim().split("\n").map(Number));
     const acknowledged = [...rows, ...held.rows];
-    const { pauseMs, resumedMs } = writeOutage(rows, lost);
-    const during = rows.some(([at]) => at > lost + 1_000);
+    // The writer's end counts as a row: a silence until then is the longest pause, never resumed.
+    const { pauseMs, resumedMs } = writeOutage([...rows, [stoppedAt, -1]], lost);
+    const during = lost + resumedMs < stoppedAt;
     out[db] = {
       resumedMs: during ? resumedMs : undefined,
+      failoverMs: Number.isFinite(promotedAt) ? promotedAt - lost : undefined,
       pauseMs,
       acknowledged: acknowledged.length,
       lost: acknowledged.filter(([, id]) => !present.has(id)).length,
       heldAfterPromotion: held.rows.filter(([at]) => at >= promotedAt).length,
     };
     log(
-      `    ${db}: writes again ${during ? `${(resumedMs / 1000).toFixed(1)} s` : "never"} after the loss, longest pause ${(pauseMs / 1000).toFixed(1)} s, ${out[db].acknowledged} acknowledged, ${out[db].lost} lost; held connection: ${held.other.at(-2) ?? ""} ${held.other.at(-1) ?? ""}`,
+      `    ${db}: primary named ${((out[db].failoverMs ?? Number.NaN) / 1000).toFixed(1)} s after the loss, writes again ${during ? `${(resumedMs / 1000).toFixed(1)} s` : "never"} after it, longest pause ${(pauseMs / 1000).toFixed(1)} s, ${out[db].acknowledged} acknowledged, ${out[db].lost} lost; held connection: ${held.other.at(-2) ?? ""} ${held.other.at(-1) ?? ""}`,
     );
   }
   await world.ok(["delete", "namespace", ns, "--wait=false"]);
@@ -144,14 +156,15 @@ export function reportSampleDBNodeLoss(results, { repetitions }) {
   const line = ([name, r]) => {
     const again = r.resumedMs.length
       ? `${s(median(r.resumedMs))} / ${s(Math.max(...r.resumedMs))}${r.silent ? ` (${r.silent} never)` : ""}`
-      : "never, until the node returned";
-    return `| ${name} | ${again} | ${s(Math.max(...r.pauseMs))} | ${r.acknowledged} | ${r.lost} | ${r.heldAfterPromotion} |`;
+      : "none until the writer stopped";
+    const named = r.failoverMs.length ? `${s(median(r.failoverMs))} / ${s(Math.max(...r.failoverMs))}` : "-";
+    return `| ${name} | ${named} | ${again} | ${s(Math.max(...r.pauseMs))} | ${r.acknowledged} | ${r.lost} | ${r.heldAfterPromotion} |`;
   };
   return [
     `Node loss (${LOST}'s kubelet stopped, nothing force-deleted), every primary on it; ${repetitions} repetitions; a writer per SampleDB (until ${WRITE_SECONDS} s after the loss) and a client holding one connection to the primary.`,
     "",
-    "| setting | writes acknowledged again after the loss, median / worst (s) | longest pause (s) | rows acknowledged | rows lost | held connection's rows after the promotion |",
-    "|---|---|---|---|---|---|",
+    "| setting | new primary named after the loss, median / worst (s) | writes acknowledged again after the loss (the row ending the longest pause), median / worst (s) | longest pause in acknowledged writes, worst (s) | rows acknowledged | rows lost | held connection's rows after the promotion |",
+    "|---|---|---|---|---|---|---|",
     ...Object.entries(results).map(line),
   ].join("\n");
 }
