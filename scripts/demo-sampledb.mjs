@@ -144,7 +144,7 @@ spec:
   instances: 2
   storage: 256Mi
   image: ${postgres}
-  parameters: { synchronous_standby_names: "*" }
+  replication: { mode: synchronous, number: 1, durability: preferred }
   backup: { schedule: 30s, retention: 3 }
 `;
   process.stdout.write(shop);

@@ -13,7 +13,10 @@
 // Both real-pod workloads fail on a lost update or on two overlapping reconciles of one key.
 // With --workload sampledb [--sampledbs 2 --repetitions 3]: the same faults on SampleDB's PostgreSQL
 // (the primary's pod, its node), recovery from the SampleDB's status, acknowledged rows lost
-// (real-pods-sampledb.mjs); results in bench/chaos/results-real-pods-sampledb.json.
+// (real-pods-sampledb.mjs), then the primary's node lost with nothing force-deleted, per replication
+// setting (real-pods-sampledb-node-loss.mjs; --faults node-loss for it alone, pod-delete,node-stop
+// for the first part alone); results in bench/chaos/results-real-pods-sampledb.json (node-loss alone:
+// results-real-pods-sampledb-node-loss.json).
 // With --autopilot [--objects 100 --rate 6 --hold 30 --target 3]: instead, the sharded operator
 // scaled by its HPA on its own work rate under churn, up and down (autopilot.mjs); samples in
 // bench/chaos/results-autopilot.json, drawn into docs/autopilot.svg.
@@ -23,6 +26,7 @@ import { runAutopilot } from "./autopilot.mjs";
 import { startEnvironment } from "./harness.mjs";
 import { reportRealPods, runRealPods } from "./real-pods.mjs";
 import { reportRealPodsSampleDB, runRealPodsSampleDB } from "./real-pods-sampledb.mjs";
+import { reportSampleDBNodeLoss, runSampleDBNodeLoss } from "./real-pods-sampledb-node-loss.mjs";
 import { median, runScenario, SCENARIOS } from "./scenarios.mjs";
 
 /** Runs the suite; resolves with one result per scenario (see the table in `report`). */
@@ -144,6 +148,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       // --real-pods: nginx (default) or sampledb (real-pods-sampledb.mjs; 3 repetitions by default).
       workload: { type: "string", default: "nginx" },
       sampledbs: { type: "string", default: "2" },
+      faults: { type: "string", default: "pod-delete,node-stop,node-loss" },
       settings: { type: "string", default: "3,10,adaptive:3-10" },
       autopilot: { type: "boolean", default: false },
       objects: { type: "string", default: "100" },
@@ -169,8 +174,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const workloads = {
       nginx: [runRealPods, reportRealPods, { nginxes: Number(values.nginxes), repetitions: 5 }],
       sampledb: [
-        runRealPodsSampleDB,
-        reportRealPodsSampleDB,
+        (options) => runSampleDBFaults(values.faults.split(","), options),
+        (results, options) =>
+          [
+            results.workers.length ? reportRealPodsSampleDB(results.workers, options) : "",
+            results.nodeLoss ? reportSampleDBNodeLoss(results.nodeLoss, options) : "",
+          ].join("\n\n"),
         { sampledbs: Number(values.sampledbs), repetitions: 3 },
       ],
     };
@@ -182,19 +191,31 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       settings: values.settings.split(",").map((s) => s.trim()),
     };
     const results = await run({ ...options, log });
+    // --faults node-loss alone keeps its results beside, not over, the worker settings' ones.
+    const onlyNodeLoss = values.workload === "sampledb" && values.faults === "node-loss";
     const file =
-      values.workload === "nginx" ? "results-real-pods.json" : `results-real-pods-${values.workload}.json`;
+      values.workload === "nginx"
+        ? "results-real-pods.json"
+        : `results-real-pods-${values.workload}${onlyNodeLoss ? "-node-loss" : ""}.json`;
     writeFileSync(
       values.out ?? new URL(`./${file}`, import.meta.url).pathname,
       `${JSON.stringify({ at: new Date().toISOString(), ...options, results }, null, 2)}\n`,
     );
     console.log(`\n${table(results, options)}`);
-    const failed = results.filter((r) => r.lostUpdates > 0 || r.doubleReconciles > 0);
+    const failed = (results.workers ?? results).filter((r) => r.lostUpdates > 0 || r.doubleReconciles > 0);
     for (const r of failed)
       console.log(
         `FAILED, workers ${r.workers}: ${r.lostUpdates} lost, ${r.doubleReconciles} overlapping (${r.overlapping.join("; ")})`,
       );
-    process.exit(failed.length ? 1 : 0);
+    // Asynchronous replication may lose the last commits; the synchronous settings may not.
+    const nodeLossFailed = Object.entries(results.nodeLoss ?? {}).filter(
+      ([name, r]) => r.heldAfterPromotion > 0 || (!name.startsWith("asynchronous") && r.lost > 0),
+    );
+    for (const [name, r] of nodeLossFailed)
+      console.log(
+        `FAILED, node-loss ${name}: ${r.lost} lost, ${r.heldAfterPromotion} acknowledged after the promotion`,
+      );
+    process.exit(failed.length || nodeLossFailed.length ? 1 : 0);
   }
   const options = {
     widgets: Number(values.widgets),
@@ -213,4 +234,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   );
   console.log(`\n${report(results, options)}`);
   process.exit(results.some(failed) ? 1 : 0);
+}
+
+/** SampleDB's faults: pod-delete and node-stop per worker setting, node-loss per replication setting. */
+async function runSampleDBFaults(faults, options) {
+  const unknown = faults.filter((f) => !["pod-delete", "node-stop", "node-loss"].includes(f));
+  if (unknown.length)
+    throw new Error(`--faults: pod-delete, node-stop, node-loss; not ${unknown.join(", ")}`);
+  const workers = faults.some((f) => f !== "node-loss") ? await runRealPodsSampleDB(options) : [];
+  const nodeLoss = faults.includes("node-loss") ? await runSampleDBNodeLoss(options) : undefined;
+  return { workers, ...(nodeLoss ? { nodeLoss } : {}) };
 }

@@ -5,7 +5,7 @@
 // logs each acknowledged id (examples/sampledb/test/world.ts, as level 5's failover test).
 // Faults, each repeated: `pod-delete` (every SampleDB's primary pod deleted at once) and `node-stop`
 // (the node of the first SampleDB's primary stopped; once NotReady, its SampleDB pods are
-// force-deleted, as in the nginx run). Recovery: until every SampleDB's status is Ready with all
+// force-deleted, as in the nginx run; real-pods-sampledb-node-loss.mjs loses a node without that). Recovery: until every SampleDB's status is Ready with all
 // instances ready again, on pods that are none of those lost. Lost updates: acknowledged ids missing
 // from the primary once the writers are done. Per worker setting: recovery median and worst,
 // operator CPU (mean and peak 1 s), rows acknowledged and lost, and reconciles of one SampleDB
@@ -68,12 +68,8 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
       apiVersion: "seed.example.com/v1",
       kind: "SampleDB",
       metadata: { name, namespace: ns },
-      spec: {
-        instances: 2,
-        storage: "256Mi",
-        image: world.postgres,
-        parameters: { synchronous_standby_names: "*" },
-      },
+      // The default replication: synchronous, durability preferred.
+      spec: { instances: 2, storage: "256Mi", image: world.postgres },
     }));
     await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
     await waitFor(async () => (await readState(k)).every((db) => db.whole), 400_000, "every SampleDB Ready");

@@ -10,7 +10,7 @@ import {
   secretValues,
 } from "kubeloop/resources";
 import { backupVolume, restoreStep } from "./backup.ts";
-import { candidate, isReady, promoteJob, restartFollowers } from "./failover.ts";
+import { elect, isReady, restartFollowers } from "./failover.ts";
 import { type BackupState, FINALIZER, finalize, scheduleBackups } from "./lifecycle.ts";
 import { sampleDBMetrics } from "./metrics.ts";
 import {
@@ -27,7 +27,8 @@ import {
   type SampleDBObject,
   statefulSet,
 } from "./objects.ts";
-import { invalidNames, reloadHash, reloadJob, restartArguments } from "./parameters.ts";
+import { invalidNames, reloadHash, reloadJob, reservedNames, restartArguments } from "./parameters.ts";
+import { type ReplicationStatus, replicate } from "./replication.ts";
 import { SampleDB } from "./resources.ts";
 
 type Ctx = ReconcileContext<SampleDBObject>;
@@ -81,6 +82,13 @@ async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | 
   const invalid = invalidNames(db);
   if (invalid.length > 0)
     ctx.event("Warning", "InvalidParameters", `not setting names, ignored: ${invalid.join(", ")}`);
+  const reserved = reservedNames(db);
+  if (reserved.length > 0)
+    ctx.event(
+      "Warning",
+      "ReservedParameters",
+      `set by the operator, ignored: ${reserved.join(", ")} (synchronous replication: spec.replication)`,
+    );
   const hash = reloadHash(db);
   if (db.status?.parametersApplied === hash) return hash;
   const job = reloadJob(db);
@@ -98,6 +106,12 @@ async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | 
   ctx.event("Normal", "Reloaded", "the instances run with the new settings");
   return hash;
 }
+
+const replicationStatus = ({ synchronousStandbyNames, streaming, writes }: ReplicationStatus) => ({
+  synchronousStandbyNames,
+  streaming,
+  writes,
+});
 
 /** WORKERS=<n> or adaptive:<min>-<max> (the chaos bench compares them); unset: the default. */
 function workers(builder: ControllerBuilder<SampleDBObject>, setting = "") {
@@ -140,7 +154,11 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
     const { name, namespace } = names(db);
     let primary = db.status?.primary ?? `${name}-0`;
     const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
-    const elected = db.status?.initialized && !isDeleting(db) ? candidate(pods, primary) : undefined;
+    const credentials = await passwords(db, ctx);
+    const elected =
+      db.status?.initialized && !isDeleting(db)
+        ? await elect(ctx, pods, primary, credentials.superuser)
+        : undefined;
     let promotedAt = db.status?.promotedAt;
     if (elected) {
       // Recorded before anything acts on it: a restarted operator carries on with the same choice.
@@ -157,7 +175,6 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
       return again === 0 ? done() : after(`${Math.ceil(again / 1000)}s`);
     }
     await addFinalizer(ctx.client, db, FINALIZER);
-    const credentials = await passwords(db, ctx);
     await ctx.apply(credentialsSecret(db, credentials));
     await ctx.apply(connectionConfigMap(db, primary));
     await ctx.apply(headlessService(db));
@@ -167,12 +184,19 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
     // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
     await ctx.apply(backupVolume(db), { owned: false });
 
-    await labelRoles(db, ctx, pods, primary);
-    // For ten minutes after a promotion: the Job (idempotent) and the followers' restarts.
-    if (promotedAt && ctx.now().getTime() - Date.parse(promotedAt) < 600_000) {
-      await ctx.apply(promoteJob(db, primary, promotedAt));
-      await restartFollowers(db, ctx, pods, primary, promotedAt);
-    }
+    // For ten minutes after a promotion: the promotion (idempotent) and the followers' restarts.
+    const promoting = promotedAt !== undefined && ctx.now().getTime() - Date.parse(promotedAt) < 600_000;
+    // Before the labels move the Services: a client reaches the new primary once it takes writes.
+    const replication = await replicate(db, ctx, pods, primary, {
+      password: credentials.superuser,
+      promoting,
+    }).catch((error: Error) => {
+      ctx.event("Warning", "ReplicationUnknown", `${primary}: ${error.message}`);
+      return undefined;
+    });
+    const promoted = !promoting || replication !== undefined;
+    if (promoted) await labelRoles(db, ctx, pods, primary);
+    if (promoting && promotedAt) await restartFollowers(db, ctx, pods, primary, promotedAt);
     const readyInstances = pods.filter(isReady).length;
 
     let initialized = db.status?.initialized === true;
@@ -189,7 +213,8 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
       initialized && primaryReady ? await reloadParameters(db, ctx) : db.status?.parametersApplied;
     const backups: BackupState | undefined =
       db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
-    const ready = initialized && readyInstances === db.spec.instances;
+    const waiting = replication?.writes === "Waiting";
+    const ready = initialized && readyInstances === db.spec.instances && !waiting;
     const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
     const lastBackup = backups?.lastBackup ?? db.status?.lastBackup;
     sampleDBMetrics.observe(db, {
@@ -211,6 +236,7 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
         version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
         initialized,
         ...(parametersApplied ? { parametersApplied } : {}),
+        ...(replication ? { replication: replicationStatus(replication) } : {}),
         ...(backups?.lastBackup
           ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
           : {}),
@@ -218,14 +244,18 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
       {
         ready: ready
           ? true
-          : {
-              status: false,
-              reason: phase,
-              message: `${readyInstances} of ${db.spec.instances} instances ready`,
-            },
+          : waiting
+            ? { status: false, reason: "WritesWait", message: replication?.message ?? "" }
+            : {
+                status: false,
+                reason: phase,
+                message: `${readyInstances} of ${db.spec.instances} instances ready`,
+              },
       },
     );
     // Pods, the StatefulSet and the Jobs wake us; the rest is the backup schedule and a safety net.
-    if (!ready) return after("15s");
+    if (!ready || !promoted) return after("15s");
+    // A standby streams a moment after its pod is Ready: look again until every one is named.
+    if (replication && replication.streaming.length < db.spec.instances - 1) return after("5s");
     return backups ? after(`${Math.ceil(backups.nextInMs / 1000)}s`) : done();
   });

@@ -7,8 +7,8 @@
 //   LEADER_ELECT=true  one active replica at a time (the Deployment runs two), its Lease in
 //                  POD_NAMESPACE
 // The PostgreSQL image each SampleDB runs is its `spec.image`: the operator's own image holds no
-// PostgreSQL program, since every SQL step (initialisation, backups, reloads, promotion) is a Job
-// of that image.
+// PostgreSQL program, since every SQL step (initialisation, backups, reloads) is a Job of that
+// image; the failover and synchronous_standby_names go over the operator's own connection (sql.ts).
 import { Manager } from "kubeloop";
 import { sampleDBController } from "./controller.ts";
 import { sampleDBMetrics } from "./metrics.ts";

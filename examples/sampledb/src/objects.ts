@@ -127,7 +127,9 @@ export function headlessService(db: SampleDBObject): core.Service {
  * container starts). An empty volume: the primary runs initdb, the others copy it with
  * pg_basebackup and stream from it. A volume with data starts as it is (a replica keeps its
  * standby.signal), except a former primary after another was promoted: it is copied afresh (with
- * synchronous replication, what it had that the new primary lacks was never acknowledged).
+ * synchronous replication, what it had that the new primary lacks was never acknowledged; the copy
+ * also drops the read-only setting it was fenced with). A standby names itself (application_name:
+ * its pod) to the primary, whose synchronous_standby_names lists standbys by that name.
  */
 const START = `set -e
 PRIMARY_HOST="$PRIMARY.$PODS"
@@ -154,7 +156,7 @@ fi
 if [ -f "${PGDATA}/standby.signal" ]; then
   printf '*:5432:*:postgres:%s\n' "$SUPERUSER_PASSWORD" > /tmp/pgpass
   chmod 600 /tmp/pgpass
-  set -- "$@" -c "primary_conninfo=host=$PRIMARY_HOST user=postgres passfile=/tmp/pgpass"
+  set -- "$@" -c "primary_conninfo=host=$PRIMARY_HOST user=postgres passfile=/tmp/pgpass application_name=$POD_NAME"
 fi
 exec postgres -D "${PGDATA}" -c listen_addresses='*' -c unix_socket_directories=/tmp "$@"`;
 
@@ -174,12 +176,29 @@ export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.
     spec: {
       serviceName: pods,
       replicas: db.spec.instances,
-      podManagementPolicy: "OrderedReady",
+      // Parallel: an instance on a lost node (NotReady, never Running again until the node returns)
+      // must not keep the others from being recreated, as OrderedReady would after a failover.
+      // Replicas wait for the primary themselves (pg_basebackup retried).
+      podManagementPolicy: "Parallel",
       selector: { matchLabels: podLabels(db, "instance") },
       template: {
         metadata: { labels: podLabels(db, "instance") },
         spec: {
           securityContext: { fsGroup: UID, seccompProfile: { type: "RuntimeDefault" } },
+          // One machine lost takes one instance, not the primary and its synchronous standby.
+          affinity: {
+            podAntiAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  weight: 100,
+                  podAffinityTerm: {
+                    topologyKey: "kubernetes.io/hostname",
+                    labelSelector: { matchLabels: podLabels(db, "instance") },
+                  },
+                },
+              ],
+            },
+          },
           initContainers: [volumeOwner(db.spec.image, "data", DATA)],
           containers: [
             {
@@ -201,6 +220,9 @@ export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.
               readinessProbe: {
                 exec: { command: ["pg_isready", "-h", "/tmp", "-U", "postgres"] },
                 periodSeconds: 2,
+                // A busy node can take over a second to run it (the default timeout): a primary
+                // that is only slow must not look gone, which starts a failover.
+                timeoutSeconds: 5,
               },
               securityContext: { ...restricted, runAsNonRoot: true, runAsUser: UID },
               volumeMounts: [{ name: "data", mountPath: DATA }],

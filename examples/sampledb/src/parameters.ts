@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { batch } from "kubeloop/k8s";
 import { names, oneShotJob, type SampleDBObject } from "./objects.ts";
+import { literal } from "./sql.ts";
 
 // Configuration changes, each the way PostgreSQL takes it: settings of `postmaster` context are read
 // only at start, so they go on the server's command line in the pod template and the StatefulSet
@@ -37,6 +38,17 @@ export function needsRestart(name: string): boolean {
 /** What a setting's name looks like: anything else would be SQL, not a name. */
 const NAME = /^[a-z_][a-z0-9_.]*$/;
 
+/**
+ * Settings the operator sets itself on the primary with ALTER SYSTEM (replication.ts, sql.ts): a
+ * user's value would fight it, so it is ignored, and the reload Job leaves these alone.
+ */
+const RESERVED = ["synchronous_standby_names", "default_transaction_read_only"];
+
+/** The names in `spec.parameters` the operator owns (ignored, with a Warning event). */
+export function reservedNames(db: SampleDBObject): string[] {
+  return Object.keys(db.spec.parameters).filter((name) => RESERVED.includes(name));
+}
+
 /** The names in `spec.parameters` that are not setting names (ignored). */
 export function invalidNames(db: SampleDBObject): string[] {
   return Object.keys(db.spec.parameters).filter((name) => !NAME.test(name));
@@ -44,7 +56,7 @@ export function invalidNames(db: SampleDBObject): string[] {
 
 const sorted = (parameters: Record<string, string>, restart: boolean) =>
   Object.entries(parameters)
-    .filter(([name]) => NAME.test(name) && needsRestart(name) === restart)
+    .filter(([name]) => NAME.test(name) && !RESERVED.includes(name) && needsRestart(name) === restart)
     .sort(([a], [b]) => a.localeCompare(b));
 
 /** `-c name=value` arguments for the settings read at start. */
@@ -60,16 +72,15 @@ export function reloadHash(db: SampleDBObject): string {
     .slice(0, 10);
 }
 
-const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
-
 /**
  * A Job that sets the reloadable settings on each instance (by its stable DNS name) with ALTER
- * SYSTEM, resets the others to the defaults, and reloads: idempotent, so a retry redoes it.
+ * SYSTEM, resets the others to the defaults (but for the operator's own), and reloads: idempotent,
+ * so a retry redoes it.
  */
 export function reloadJob(db: SampleDBObject): batch.Job {
   const { name, pods } = names(db);
   const sql = [
-    "ALTER SYSTEM RESET ALL;",
+    `SELECT format('ALTER SYSTEM RESET %I', name) FROM pg_file_settings WHERE sourcefile LIKE '%postgresql.auto.conf' AND name NOT IN (${RESERVED.map(literal).join(", ")})\\gexec`,
     ...sorted(db.spec.parameters, false).map(
       ([key, value]) => `ALTER SYSTEM SET ${key} = ${literal(value)};`,
     ),

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { OPERATOR_APPLICATION } from "./sql.ts";
 
 // What the operator reads from one PostgreSQL instance for its metrics: one connection as the
 // superuser to the pod's own address (a Service would pick an instance for us; lag and connections
@@ -10,7 +11,7 @@ export const PROBE_APPLICATION = "sampledb-operator-metrics";
 /** One instance, as its own server reports it. */
 export interface InstanceReading {
   inRecovery: boolean;
-  /** Client connections, the operator's own left out. */
+  /** Client connections, the operator's own (application_name `sampledb-operator...`) left out. */
   connections: number;
   maxConnections: number;
   /**
@@ -34,7 +35,7 @@ export interface ProbeTarget {
 const INSTANCE_SQL = `select
   pg_is_in_recovery() as in_recovery,
   (select count(*) from pg_stat_activity
-    where backend_type = 'client backend' and application_name <> $2)::int as connections,
+    where backend_type = 'client backend' and application_name not like $2 || '%')::int as connections,
   current_setting('max_connections')::int as max_connections,
   (case when not pg_is_in_recovery() then null
         when pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() then 0
@@ -71,7 +72,9 @@ export async function readInstance(target: ProbeTarget): Promise<InstanceReading
   client.on("error", () => {});
   try {
     await client.connect();
-    const row = (await client.query<InstanceRow>(INSTANCE_SQL, [target.database, PROBE_APPLICATION])).rows[0];
+    // Ours and the failover's and replication's (sql.ts: "sampledb-operator") alike.
+    const row = (await client.query<InstanceRow>(INSTANCE_SQL, [target.database, OPERATOR_APPLICATION]))
+      .rows[0];
     if (!row) throw new Error(`${target.host}: the instance query returned no row`);
     const standbys = row.in_recovery
       ? []

@@ -37,6 +37,30 @@ const spec = Type.Object(
       description:
         "PostgreSQL settings (postgresql.conf names). Those the server reads only at start (max_connections, shared_buffers, wal_level, ...) roll the instances, replicas first; the rest are applied with ALTER SYSTEM and a reload, without a restart. Names that are not setting names are ignored, with a Warning event.",
     }),
+    replication: Type.Object(
+      {
+        mode: Type.Union([Type.Literal("synchronous"), Type.Literal("asynchronous")], {
+          default: "synchronous",
+          description:
+            "synchronous: a commit returns once `number` standbys have it (synchronous_standby_names `ANY n (...)`, set by the operator on the primary); asynchronous: at once, and a failover can lose the last commits.",
+        }),
+        number: Type.Integer({
+          minimum: 1,
+          default: 1,
+          description: "Standbys that must confirm each commit (at most instances - 1 count).",
+        }),
+        durability: Type.Union([Type.Literal("preferred"), Type.Literal("required")], {
+          default: "preferred",
+          description:
+            "required: with fewer than `number` standbys streaming, commits wait (writes stop) until enough are back; preferred: the primary waits only for the standbys that are Ready and streaming, none when none is (writes go on, as with asynchronous replication, until a standby is back).",
+        }),
+      },
+      {
+        default: {},
+        description:
+          "How commits reach the standbys. The default, synchronous and preferred with 1 standby: no acknowledged commit is lost when the primary's machine is, while a standby streams; writes go on when the standbys are lost.",
+      },
+    ),
     backup: Type.Optional(
       Type.Object(
         {
@@ -118,6 +142,29 @@ const status = Type.Object(
     ),
     lastBackupFile: Type.Optional(
       Type.String({ description: "The last backup's file in the backup volume." }),
+    ),
+    replication: Type.Optional(
+      Type.Object(
+        {
+          synchronousStandbyNames: Type.String({
+            description: "What the primary runs with (empty: commits wait for no standby).",
+          }),
+          streaming: Type.Array(Type.String(), { description: "The standbys streaming from the primary." }),
+          writes: Type.Union(
+            [
+              Type.Literal("Synchronous"),
+              Type.Literal("Asynchronous"),
+              Type.Literal("Degraded"),
+              Type.Literal("Waiting"),
+            ],
+            {
+              description:
+                "Synchronous: each commit waits for enough standbys; Degraded (preferred): for fewer, or none; Waiting (required): commits wait until enough standbys stream.",
+            },
+          ),
+        },
+        { description: "Synchronous replication as the operator set it on the primary." },
+      ),
     ),
     initialized: Type.Optional(
       Type.Boolean({ description: "The initialisation Job (role, database, extensions) completed." }),

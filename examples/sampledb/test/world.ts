@@ -2,6 +2,7 @@ import { Manager } from "kubeloop";
 import { ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
 import { sampleDBController } from "../src/controller.ts";
 import { sampleDBMetrics } from "../src/metrics.ts";
+import { COMPONENT } from "../src/objects.ts";
 import { SampleDB } from "../src/resources.ts";
 
 /**
@@ -69,6 +70,54 @@ export class World {
     return result.stdout;
   }
 
+  /**
+   * Creates SampleDBs (name → the fields of `spec` as YAML flow, image and storage added) with
+   * every instance 0, the first primary, on `node` and the others elsewhere: the other nodes are
+   * cordoned until each instance 0 is scheduled, then the other instances (put on `node` too, the
+   * only one open) are deleted, to be made again away from instance 0 (the pods' anti-affinity).
+   */
+  async createOnNode(namespace: string, specs: Record<string, string>, node: string): Promise<void> {
+    const others = this.plane.nodeNames.filter((n) => n !== node);
+    for (const other of others) await this.ok(["cordon", other]);
+    const items = Object.entries(specs).map(
+      ([name, spec]) => `---
+apiVersion: seed.example.com/v1
+kind: SampleDB
+metadata: { name: ${name} }
+spec: { ${spec}, storage: 256Mi, image: ${this.postgres} }
+`,
+    );
+    await this.ok(["-n", namespace, "apply", "-f", "-"], items.join(""));
+    const placed = async () =>
+      (
+        await this.ok([
+          "-n",
+          namespace,
+          "get",
+          "pods",
+          "-l",
+          `${COMPONENT}=instance`,
+          "-o",
+          'jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\\n"}{end}',
+        ])
+      )
+        .trim()
+        .split("\n")
+        .map((line) => line.split("=") as [string, string]);
+    await pollUntil(
+      async () => {
+        const pods = await placed();
+        return Object.keys(specs).every((db) => pods.some(([pod, at]) => pod === `${db}-0` && at === node));
+      },
+      { timeoutMs: 120_000, intervalMs: 500, message: `every instance 0 scheduled on ${node}` },
+    );
+    for (const other of others) await this.ok(["uncordon", other]);
+    const again = (await placed())
+      .filter(([pod, at]) => !pod.endsWith("-0") && at === node)
+      .map(([pod]) => pod);
+    if (again.length) await this.ok(["-n", namespace, "delete", "pod", ...again, "--wait=false"]);
+  }
+
   /** Waits until the SampleDB's phase is `phase`; returns the seconds it took. */
   async waitForPhase(namespace: string, name: string, phase: string, timeoutMs = 180_000): Promise<number> {
     const started = Date.now();
@@ -126,11 +175,36 @@ export class World {
    * table `t` (an id column with a default) through the read-write Service, and prints each row the
    * server acknowledged as `<server time, epoch s>|<id>`.
    */
-  async startWriter(namespace: string, db: string, podName: string, seconds: number): Promise<void> {
-    // The server's clock (the kernel's, as this process's): the image's date has whole seconds only.
-    const insert = "insert into t default values returning extract(epoch from clock_timestamp()), id";
-    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${insert}" 2>/dev/null; sleep 0.1; done`;
-    await this.applyPod(namespace, podName, script, { db });
+  async startWriter(
+    namespace: string,
+    db: string,
+    podName: string,
+    seconds: number,
+    options: { node?: string } = {},
+  ): Promise<void> {
+    const script = `end=$(( $(date +%s) + ${seconds} )); while [ "$(date +%s)" -lt "$end" ] && [ ! -f /tmp/stop ]; do PGCONNECT_TIMEOUT=2 timeout 5 psql -Atqc "${INSERT}" 2>/dev/null; sleep 0.1; done`;
+    await this.applyPod(namespace, podName, script, { db, ...options });
+  }
+
+  /** Ends a `startWriter` writer before its time (it finishes the row it is on, then Succeeds). */
+  async stopWriter(namespace: string, podName: string): Promise<void> {
+    await this.ok(["-n", namespace, "exec", podName, "--", "touch", "/tmp/stop"]);
+  }
+
+  /**
+   * Starts a writer that keeps one connection (through the read-write Service) for `rows` inserts,
+   * 0.1 s apart, printing each acknowledged row as `startWriter`'s do and, when the session ends,
+   * what psql said and its exit code.
+   */
+  async startHeldWriter(
+    namespace: string,
+    db: string,
+    podName: string,
+    rows: number,
+    options: { node?: string } = {},
+  ): Promise<void> {
+    const script = `i=0; while [ $i -lt ${rows} ]; do echo "${INSERT};"; sleep 0.1; i=$((i+1)); done | psql -Atq 2>&1; echo "psql exited $?"`;
+    await this.applyPod(namespace, podName, script, { db, ...options });
   }
 
   /**
@@ -170,7 +244,7 @@ export class World {
     namespace: string,
     podName: string,
     script: string,
-    options: { db?: string; host?: string; backups?: string; timeoutMs?: number },
+    options: { db?: string; host?: string; backups?: string; timeoutMs?: number; node?: string },
   ): Promise<string> {
     await this.applyPod(namespace, podName, script, options);
     let phase = "";
@@ -191,7 +265,7 @@ export class World {
     namespace: string,
     podName: string,
     script: string,
-    { db, host = "host", backups }: { db?: string; host?: string; backups?: string },
+    { db, host = "host", backups, node }: { db?: string; host?: string; backups?: string; node?: string },
   ): Promise<void> {
     const fromConfig = (env: string, key: string) => ({
       name: env,
@@ -207,6 +281,7 @@ export class World {
       metadata: { name: podName, namespace },
       spec: {
         restartPolicy: "Never",
+        ...(node ? { nodeName: node } : {}),
         securityContext: { runAsNonRoot: true, runAsUser: 65532 },
         containers: [
           {
@@ -233,6 +308,9 @@ export class World {
     await this.ok(["apply", "-f", "-"], JSON.stringify(pod));
   }
 }
+
+/** The server's clock (the kernel's, as this process's): the image's date has whole seconds only. */
+const INSERT = "insert into t default values returning extract(epoch from clock_timestamp()), id";
 
 /**
  * The outage in acknowledged writes around `deletedAt` (ms): the longest pause between two rows
