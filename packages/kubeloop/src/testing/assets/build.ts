@@ -139,27 +139,43 @@ async function buildLocked(
   }, HEARTBEAT_MS);
   try {
     await RECIPES[spec.name]({ spec, work, out, run, goBinary, progress, counter });
-    const versions: Record<string, string> = {};
-    for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
-    const info: BuildInfo = {
-      component: spec.name,
-      version: spec.version,
-      go: goVersion,
-      builtAt: new Date().toISOString(),
-      seconds: Math.round((Date.now() - started) / 100) / 10,
-      versions,
-      source: "build",
-    };
-    writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
-    const target = componentDir(root, spec);
-    rmSync(target, { recursive: true, force: true });
-    renameSync(out, target);
-    progress(`Built ${spec.name} v${spec.version} in ${formatSeconds(info.seconds)} → ${target}`);
+    const info = installFolder(root, spec, out, started, { go: goVersion, source: "build" });
+    progress(
+      `Built ${spec.name} v${spec.version} in ${formatSeconds(info.seconds)} → ${componentDir(root, spec)}`,
+    );
     return info;
   } finally {
     clearInterval(heartbeat);
     log.end();
   }
+}
+
+/**
+ * Runs each binary in `out` once (a broken one never lands in the cache), writes its record, and
+ * moves the folder into the cache in one rename: how both the build and the download finish.
+ */
+export function installFolder(
+  root: string,
+  spec: ComponentSpec,
+  out: string,
+  started: number,
+  how: Pick<BuildInfo, "go" | "source" | "from">,
+): BuildInfo {
+  const versions: Record<string, string> = {};
+  for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
+  const info: BuildInfo = {
+    component: spec.name,
+    version: spec.version,
+    builtAt: new Date().toISOString(),
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    versions,
+    ...how,
+  };
+  writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
+  const target = componentDir(root, spec);
+  rmSync(target, { recursive: true, force: true });
+  renameSync(out, target);
+  return info;
 }
 
 interface RecipeContext {

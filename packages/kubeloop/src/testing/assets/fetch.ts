@@ -1,14 +1,7 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { AssetsError } from "../errors.js";
-import {
-  BUILD_INFO,
-  type BuildInfo,
-  isInstalled,
-  lockComponent,
-  readBuildInfo,
-  verifyBinary,
-} from "./build.js";
+import { type BuildInfo, installFolder, isInstalled, lockComponent, readBuildInfo } from "./build.js";
 import { type DownloadOptions, downloadText, downloadTo } from "./download.js";
 import { componentDir } from "./locate.js";
 import { pullImageBinary } from "./oci.js";
@@ -75,22 +68,8 @@ export async function fetchComponent(spec: ComponentSpec, options: FetchOptions)
       }
     }
     if (tty) process.stderr.write("\n");
-    const versions: Record<string, string> = {};
-    for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
-    const info: BuildInfo = {
-      component: spec.name,
-      version: spec.version,
-      go: "",
-      builtAt: new Date().toISOString(),
-      seconds: Math.round((Date.now() - started) / 100) / 10,
-      versions,
-      source: "download",
-      from,
-    };
-    writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
+    const info = installFolder(root, spec, out, started, { go: "", source: "download", from });
     const target = componentDir(root, spec);
-    rmSync(target, { recursive: true, force: true });
-    renameSync(out, target);
     progress(`Downloaded ${spec.name} v${spec.version} in ${info.seconds}s → ${target}`);
     return info;
   } finally {
