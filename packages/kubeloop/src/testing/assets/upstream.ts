@@ -85,8 +85,8 @@ export function artifactsFor(spec: ComponentSpec, arch: Arch): Artifact[] | unde
       ];
     }
     case "etcd":
-      // etcd's scripts/build-release.sh packs etcd-v<ver>-linux-<arch>/ and scripts/release.sh
-      // writes SHA256SUMS over every asset (checked by .github/workflows/verify-released-assets.yaml).
+      // etcd's scripts/build-binary.sh packs etcd-v<ver>-linux-<arch>/ into a .tar.gz, and
+      // scripts/release.sh writes SHA256SUMS (`shasum -a 256`) over every asset and uploads it.
       return [
         sums(
           `${GITHUB}/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${arch}.tar.gz`,
@@ -95,8 +95,8 @@ export function artifactsFor(spec: ComponentSpec, arch: Arch): Artifact[] | unde
         ),
       ];
     case "containerd":
-      // containerd's .github/workflows/release.yml: `containerd-<ver>-linux-<arch>.tar.gz` (bin/…)
-      // and a `.sha256sum` beside each, made by `sha256sum`.
+      // containerd's Makefile, `release` target: `tar -czf containerd-<ver>-linux-<arch>.tar.gz -C … bin`
+      // and `sha256sum … > ….tar.gz.sha256sum`; .github/workflows/release.yml uploads both.
       return [
         sums(
           `${GITHUB}/containerd/containerd/releases/download/v${v}/containerd-${v}-linux-${arch}.tar.gz`,
