@@ -102,7 +102,7 @@ export async function assetsCommand(argv: string[]): Promise<number> {
           ? `${found.path} (${found.source})`
           : `missing — run \`kubeloop assets build --kubernetes-version ${kubernetesVersion}\``;
         console.log(
-          `${binary.padEnd(24)} ${where}${info && found?.source === "cache" ? ` v${info.version}` : ""}`,
+          `${binary.padEnd(24)} ${where}${info && found?.source === "cache" ? ` v${info.version}${info.source === "download" ? " (downloaded)" : ""}` : ""}`,
         );
       }
     }

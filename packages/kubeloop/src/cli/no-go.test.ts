@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdtempSync,
@@ -43,14 +43,23 @@ let mirror: AssetsMirror | undefined;
 let env: Record<string, string> = {};
 const seconds: Record<string, number> = {};
 
-function sh(command: string, args: string[], cwd = project) {
+/**
+ * Runs a command and waits for it without blocking this process: the mirror is served from here,
+ * so a synchronous spawn would leave the child's downloads unanswered.
+ */
+function sh(
+  command: string,
+  args: string[],
+  cwd = project,
+): Promise<{ code: number | null; output: string; seconds: number }> {
   const started = Date.now();
-  const result = spawnSync(command, args, { cwd, env, encoding: "utf8", timeout: 900_000 });
-  return {
-    code: result.status,
-    output: `${result.stdout}${result.stderr}`,
-    seconds: (Date.now() - started) / 1000,
-  };
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env, timeout: 900_000 });
+    let output = "";
+    child.stdout.on("data", (chunk) => (output += chunk));
+    child.stderr.on("data", (chunk) => (output += chunk));
+    child.on("close", (code) => resolve({ code, output, seconds: (Date.now() - started) / 1000 }));
+  });
 }
 
 const kubeloop = (...args: string[]) =>
@@ -60,7 +69,7 @@ beforeAll(async () => {
   // The mirror's content: this project's own builds, from the shared cache (built once if missing).
   const shared = defaultAssetsRoot();
   await ensureAssets(
-    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ...REAL_NODE_BINARIES],
+    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", ...REAL_NODE_BINARIES],
     {
       root: shared,
     },
@@ -93,15 +102,15 @@ beforeAll(async () => {
     npm_config_userconfig: registry.userconfig,
     npm_config_prefer_offline: "true",
   };
-  expect(sh("sh", ["-c", "command -v go || echo no go"], tmp).output.trim()).toBe("no go");
-  const create = sh("npm", ["create", `kubeloop@${version}`, "first-operator"], tmp);
+  expect((await sh("sh", ["-c", "command -v go || echo no go"], tmp)).output.trim()).toBe("no go");
+  const create = await sh("npm", ["create", `kubeloop@${version}`, "first-operator"], tmp);
   expect(create.code, create.output).toBe(0);
-  const api = kubeloop("create", "api", "--group", "ship", "--version", "v1", "--kind", "Widget");
+  const api = await kubeloop("create", "api", "--group", "ship", "--version", "v1", "--kind", "Widget");
   expect(api.code, api.output).toBe(0);
 }, 1_200_000);
 
 afterAll(async () => {
-  if (existsSync(join(clusterDir, "state.json"))) kubeloop("cluster", "stop", "--dir", clusterDir);
+  if (existsSync(join(clusterDir, "state.json"))) await kubeloop("cluster", "stop", "--dir", clusterDir);
   await registry?.stop();
   await mirror?.close();
   rmSync(tmp, { recursive: true, force: true });
@@ -113,13 +122,14 @@ afterAll(async () => {
 });
 
 describe("a first run with no Go, from a mirror", () => {
-  it("passes the project's npm test, downloading the API server and etcd from the mirror", () => {
-    const test = sh("npm", ["test"]);
+  it("passes the project's npm test, downloading the API server, etcd and kwok from the mirror", async () => {
+    const test = await sh("npm", ["test"]);
     seconds.test = test.seconds;
     expect(test.code, test.output).toBe(0);
     expect(test.output).toMatch(/Tests\s+\d+ passed/);
     const specs = componentsFor(KUBERNETES_VERSION);
-    for (const spec of [specs.kubernetes, specs.etcd]) {
+    // The project's `kubeloop check --live` runs on the cluster profile: kwok comes from the mirror too.
+    for (const spec of [specs.kubernetes, specs.etcd, specs.kwok]) {
       expect(readBuildInfo(cache, spec)?.source, spec.name).toBe("download");
     }
     expect(readBuildInfo(cache, specs.kubernetes)?.from?.[0]).toBe(
@@ -127,8 +137,8 @@ describe("a first run with no Go, from a mirror", () => {
     );
   }, 900_000);
 
-  it("passes npm run test:e2e: its image as a pod on a real node, the node stack downloaded too", () => {
-    const e2e = sh("npm", ["run", "test:e2e"]);
+  it("passes npm run test:e2e: its image as a pod on a real node, the node stack downloaded too", async () => {
+    const e2e = await sh("npm", ["run", "test:e2e"]);
     seconds.e2e = e2e.seconds;
     expect(e2e.code, e2e.output).toBe(0);
     expect(e2e.output).toMatch(/Tests\s+3 passed \(3\)/);
@@ -146,10 +156,10 @@ describe("a first run with no Go, from a mirror", () => {
   }, 900_000);
 
   it("starts the node profile with kubeloop cluster start, and runs a pod", async () => {
-    const started = kubeloop("cluster", "start", "--profile", "node", "--dir", clusterDir);
+    const started = await kubeloop("cluster", "start", "--profile", "node", "--dir", clusterDir);
     seconds.node = started.seconds;
     expect(started.code, started.output).toBe(0);
-    const loaded = kubeloop("cluster", "load", "--base", "tools", "--dir", clusterDir);
+    const loaded = await kubeloop("cluster", "load", "--base", "tools", "--dir", clusterDir);
     expect(loaded.code, loaded.output).toBe(0);
     const k = (...args: string[]) =>
       kubectl(args, { kubeconfig: join(clusterDir, "kubeconfig"), timeoutMs: 150_000 });

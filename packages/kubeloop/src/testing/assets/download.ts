@@ -52,11 +52,31 @@ export interface Downloaded {
   bytes: number;
 }
 
+/**
+ * A connection closed by the server before any byte of the answer: what a keep-alive connection
+ * the server has just timed out looks like when it is reused. Such a request is sent once more.
+ */
+class StaleConnection extends Error {}
+
+async function retryStale<T>(attempt: (mayRetry: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await attempt(true);
+  } catch (error) {
+    if (error instanceof StaleConnection) return attempt(false);
+    throw error;
+  }
+}
+
 /** Streams `url` into `path`, hashing as it goes; any failure is a {@link DownloadError}. */
-export async function downloadTo(
+export function downloadTo(url: string, path: string, options: DownloadOptions = {}): Promise<Downloaded> {
+  return retryStale((mayRetry) => downloadToOnce(url, path, options, mayRetry));
+}
+
+async function downloadToOnce(
   url: string,
   path: string,
-  options: DownloadOptions = {},
+  options: DownloadOptions,
+  mayRetry: boolean,
 ): Promise<Downloaded> {
   const stallMs = stallTimeout(options);
   const abort = new AbortController();
@@ -107,6 +127,7 @@ export async function downloadTo(
         `no data for ${stallMs / 1000} s after ${bytes} bytes (raise ${STALL_ENV}, in seconds, on a slow link)`,
       );
     }
+    if (mayRetry && bytes === 0 && isReset(error)) throw new StaleConnection(describe(error));
     throw new DownloadError(url, describe(error));
   } finally {
     clearTimeout(timer);
@@ -119,9 +140,22 @@ export async function downloadText(url: string, options: DownloadOptions = {}): 
 }
 
 /** Fetches a small file into memory, with the same timeout and errors as {@link downloadTo}. */
-export async function downloadBuffer(
+export function downloadBuffer(
   url: string,
   options: DownloadOptions & { accept?: string } = {},
+): Promise<Buffer> {
+  return retryStale((mayRetry) => downloadBufferOnce(url, options, mayRetry));
+}
+
+function isReset(error: unknown): boolean {
+  const cause = (error as { cause?: NodeJS.ErrnoException }).cause ?? (error as NodeJS.ErrnoException);
+  return cause.code === "ECONNRESET" || cause.code === "UND_ERR_SOCKET";
+}
+
+async function downloadBufferOnce(
+  url: string,
+  options: DownloadOptions & { accept?: string },
+  mayRetry: boolean,
 ): Promise<Buffer> {
   const abort = new AbortController();
   const stallMs = stallTimeout(options);

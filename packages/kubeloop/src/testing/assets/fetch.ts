@@ -104,6 +104,10 @@ async function fetchFile(
         `the download is ${actual}. Nothing was installed; if a proxy or mirror rewrites files, fix or bypass it.`,
     );
   }
+  if (artifact.saveAs) {
+    writeFileSync(join(out, artifact.saveAs), readFileSync(file));
+    return url;
+  }
   const members = Object.entries(artifact.members) as [string, string][];
   if (members.length === 1 && members[0]?.[1] === "") {
     install(out, members[0][0], readFileSync(file));

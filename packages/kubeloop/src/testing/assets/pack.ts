@@ -56,6 +56,19 @@ export interface PackResult {
   missing: string[];
 }
 
+/**
+ * Writes the cache out as upstream publishes it (see the module comment); what `kubeloop assets pack`
+ * runs.
+ *
+ * @example
+ * ```ts
+ * import { defaultAssetsRoot, packAssets } from "kubeloop/testing";
+ *
+ * // On a machine with a filled cache: a tree to serve as KUBELOOP_ASSETS_MIRROR for the others.
+ * const { files, missing } = packAssets({ root: defaultAssetsRoot(), out: "/srv/kubeloop-mirror", mirror: true });
+ * console.log(`${files.length} files; not cached, so not packed: ${missing.join(", ") || "none"}`);
+ * ```
+ */
 export function packAssets(options: PackOptions): PackResult {
   const arch = hostArch();
   const specs = componentsFor(resolveKubernetesVersion(options.kubernetesVersion));
@@ -145,8 +158,9 @@ function packFile(
 ): void {
   const members = Object.entries(artifact.members) as [string, string][];
   const read = (binary: string) => readFileSync(join(componentDir(root, spec), binary));
-  const data =
-    members.length === 1 && members[0]?.[1] === ""
+  const data = artifact.saveAs
+    ? read(artifact.saveAs)
+    : members.length === 1 && members[0]?.[1] === ""
       ? read(members[0][0])
       : writeTarGz(
           members.map(([binary, path]) => ({
@@ -166,8 +180,15 @@ function packFile(
     write(checksumPath, `${hash}\n`);
     return;
   }
-  // A sums file can list several assets (runc.sha256sum, etcd's SHA256SUMS): keep the others' lines.
   const existing = existsSync(join(out, checksumPath)) ? readFileSync(join(out, checksumPath), "utf8") : "";
+  if (artifact.checksumFormat === "github") {
+    // The release's API record, with this asset's digest beside the others already written.
+    const assets = existing ? (JSON.parse(existing) as { assets: { name: string }[] }).assets : [];
+    const others = assets.filter((asset) => asset.name !== name);
+    write(checksumPath, JSON.stringify({ assets: [...others, { name, digest: `sha256:${hash}` }] }, null, 2));
+    return;
+  }
+  // A sums file can list several assets (runc.sha256sum, etcd's SHA256SUMS): keep the others' lines.
   const lines = existing.split("\n").filter((line) => line && !line.endsWith(`  ${name}`));
   write(checksumPath, `${[...lines, `${hash}  ${name}`].join("\n")}\n`);
 }

@@ -37,8 +37,14 @@ describe("upstream release files", () => {
       );
       expect(urls("kubernetes-node", arch)).toContain("https://registry.k8s.io/v2/pause:3.10.2");
     }
+    const kwok = `https://github.com/kubernetes-sigs/kwok/releases/download/v${specs.kwok.version}`;
+    const release = `https://api.github.com/repos/kubernetes-sigs/kwok/releases/tags/v${specs.kwok.version}`;
+    expect(urls("kwok", "arm64")).toEqual([
+      `${kwok}/kwok-linux-arm64 ${release}`,
+      `${kwok}/stage-fast.yaml ${release}`,
+    ]);
     // No checked binary upstream: these keep their Go build.
-    for (const name of ["kwok", "olm", "olm-lifecycle"] as const)
+    for (const name of ["olm", "olm-lifecycle"] as const)
       expect(artifactsFor(specs[name], "amd64")).toBeUndefined();
   });
 
@@ -53,6 +59,11 @@ describe("upstream release files", () => {
     );
     expect(() => checksumFrom("<html>", "etcd.tar.gz", "hex", "u")).toThrow(
       "u has no checksum for etcd.tar.gz",
+    );
+    const release = JSON.stringify({ assets: [{ name: "kwok-linux-amd64", digest: `sha256:${hash}` }] });
+    expect(checksumFrom(release, "kwok-linux-amd64", "github", "u")).toBe(hash);
+    expect(() => checksumFrom(release, "kwok-linux-arm64", "github", "u")).toThrow(
+      "u has no checksum for kwok-linux-arm64",
     );
   });
 

@@ -7,10 +7,9 @@ import { type BinaryName, type ComponentSpec, minorOf } from "./versions.js";
  * beside it. Every pattern names the upstream file that produces it. A mirror
  * (`KUBELOOP_ASSETS_MIRROR`) serves the same paths under one base URL: `<mirror>/<host>/<path>`.
  *
- * Not here, so built from Go modules as before: kwok (its releases upload bare binaries with no
- * checksum file: kwok's hack/releases.sh), OLM's operator-verify (no binary release), and OLM v0's
- * operators, which upstream ships only as images (opm has binaries, but it is built with OLM so that
- * it is the operator-registry OLM requires).
+ * Not here, so built from Go modules as before: OLM's operator-verify (no binary release), and OLM
+ * v0's operators, which upstream ships only as images (opm has binaries, but it is built with OLM so
+ * that it is the operator-registry OLM requires).
  */
 
 /** The CPU architectures upstream publishes Linux binaries for that kubeloop runs on. */
@@ -33,11 +32,18 @@ export interface FileArtifact {
   /** The file beside it with its checksum. */
   checksumUrl: string;
   algorithm: "sha256" | "sha512";
-  /** `hex`: the file holds only the hash; `sums`: `sha256sum` lines (`<hash>  <name>`). */
-  checksumFormat: "hex" | "sums";
+  /**
+   * `hex`: the file holds only the hash; `sums`: `sha256sum` lines (`<hash>  <name>`); `github`: the
+   * GitHub release's API record, whose assets carry the `digest` GitHub computed on upload.
+   */
+  checksumFormat: ChecksumFormat;
   /** Each binary and where it is: its path in the archive, or `""` when the file is the binary. */
   members: Partial<Record<BinaryName, string>>;
+  /** A data file kept as is under this name (kwok's stages), instead of binaries. */
+  saveAs?: string;
 }
+
+export type ChecksumFormat = "hex" | "sums" | "github";
 
 /** A single-binary image in an OCI registry (the sandbox image); its blobs are checked by digest. */
 export interface ImageArtifact {
@@ -82,6 +88,23 @@ export function artifactsFor(spec: ComponentSpec, arch: Arch): Artifact[] | unde
           binary: "pause",
           path: "pause",
         },
+      ];
+    }
+    case "kwok": {
+      // kwok's hack/releases.sh uploads bare `kwok-linux-<arch>` binaries and hack/manifests.sh the
+      // `stage-fast.yaml` it builds from kustomize/stage/fast, with no checksum file: the check is the
+      // SHA-256 GitHub records for each release asset (the release API's `digest`).
+      const base = `${GITHUB}/kubernetes-sigs/kwok/releases/download/v${v}`;
+      const api = `https://api.github.com/repos/kubernetes-sigs/kwok/releases/tags/v${v}`;
+      const github = {
+        kind: "file",
+        checksumUrl: api,
+        algorithm: "sha256",
+        checksumFormat: "github",
+      } as const;
+      return [
+        { ...github, url: `${base}/kwok-linux-${arch}`, members: { kwok: "" } },
+        { ...github, url: `${base}/stage-fast.yaml`, members: {}, saveAs: "stages.yaml" },
       ];
     }
     case "etcd":
@@ -198,7 +221,7 @@ export function mirrorPath(url: string): string {
 export function checksumFrom(
   text: string,
   fileName: string,
-  format: "hex" | "sums",
+  format: ChecksumFormat,
   checksumUrl: string,
 ): string {
   const lines = text
@@ -207,6 +230,7 @@ export function checksumFrom(
     .filter(Boolean);
   const pick = () => {
     if (format === "hex") return lines[0];
+    if (format === "github") return githubDigest(text, fileName);
     if (lines.length === 1) return lines[0]?.split(/\s+/)[0];
     const line = lines.find((candidate) => candidate.split(/\s+/)[1]?.replace(/^\*/, "") === fileName);
     return line?.split(/\s+/)[0];
@@ -218,4 +242,14 @@ export function checksumFrom(
     );
   }
   return hash;
+}
+
+/** The `sha256:` digest of a release asset in a GitHub release's API record. */
+function githubDigest(text: string, fileName: string): string | undefined {
+  try {
+    const release = JSON.parse(text) as { assets?: { name?: string; digest?: string }[] };
+    return release.assets?.find((asset) => asset.name === fileName)?.digest?.replace(/^sha256:/, "");
+  } catch {
+    return undefined;
+  }
 }
