@@ -15,7 +15,7 @@ import { join, normalize } from "node:path";
  * (404, 500, a reset mid-body, a stall, one corrupted byte), and every GET is counted.
  */
 
-export type MirrorFault = "404" | "500" | "reset" | "stall" | "corrupt";
+export type MirrorFault = "404" | "500" | "reset" | "stall" | "corrupt" | "drop-once";
 
 export interface AssetsMirror {
   url: string;
@@ -45,7 +45,13 @@ export async function startAssetsMirror(
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://mirror").pathname);
     hits.set(path, (hits.get(path) ?? 0) + 1);
     const file = join(dir, normalize(path));
-    const fault = [...faults.entries()].find(([suffix]) => path.endsWith(suffix))?.[1];
+    const [suffix, fault] = [...faults.entries()].find(([end]) => path.endsWith(end)) ?? [];
+    if (fault === "drop-once" && suffix) {
+      // As a keep-alive connection the server has just timed out: closed before any answer.
+      faults.delete(suffix);
+      req.socket.destroy();
+      return;
+    }
     if (fault === "404" || !file.startsWith(dir) || !existsSync(file) || statSync(file).isDirectory()) {
       res.writeHead(404).end("not found");
       return;

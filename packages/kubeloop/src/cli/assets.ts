@@ -18,11 +18,12 @@ import { CliError } from "./errors.js";
 const USAGE = `Usage:
   kubeloop assets build [--component NAME]... [--kubernetes-version 1.33]...
       Gets the pinned control-plane binaries, the node stack (kubelet, kube-proxy, containerd,
-      runc, CNI plugins, CoreDNS, registry), helm, OLM's operator-verify and OLM v0, unless cached:
-      upstream's release binaries, downloaded and checked against upstream's checksums (or the
-      same files from $KUBELOOP_ASSETS_MIRROR), else built from Go modules (Go ≥ 1.26; runc needs
-      gcc and libseccomp-dev). kwok and OLM are always built. $KUBELOOP_ASSETS_SOURCE=download|build|
-      cache-only forces one way. Components: ${Object.keys(COMPONENTS).join(", ")}.
+      runc, CNI plugins, CoreDNS, registry), kwok, helm, OLM's operator-verify and OLM v0, unless
+      cached: upstream's release binaries, downloaded and checked against upstream's checksums (or
+      the same files from $KUBELOOP_ASSETS_MIRROR), else built from Go modules (Go ≥ 1.26; runc
+      needs gcc and libseccomp-dev). OLM, published upstream only as images, is always built.
+      $KUBELOOP_ASSETS_SOURCE=download|build|cache-only forces one way.
+      Components: ${Object.keys(COMPONENTS).join(", ")}.
       --kubernetes-version may repeat; each version is cached beside the others.
   kubeloop assets pack --out DIR [--mirror] [--base-url URL] [--kubernetes-version 1.33]
       Writes the cached kube-apiserver and etcd as setup-envtest's tarball with an index in

@@ -183,6 +183,21 @@ describe("downloading from a mirror", () => {
     });
   }
 
+  it("asks once more when the server closes the connection before answering", async () => {
+    mirror.faults.set("SHA256SUMS", "drop-once");
+    const cache = emptyCache();
+    const sums = `/github.com/etcd-io/etcd/releases/download/v${ETCD_VERSION}/SHA256SUMS`;
+    const before = mirror.hits.get(sums) ?? 0;
+    const info = await obtainComponent("etcd", {
+      root: cache,
+      mirror: mirror.url,
+      go: noGo,
+      onProgress: () => {},
+    });
+    expect(info.source).toBe("download");
+    expect((mirror.hits.get(sums) ?? 0) - before).toBe(2);
+  });
+
   it("downloads once when two processes ask at the same time", async () => {
     const cache = emptyCache();
     const before = [...mirror.hits]

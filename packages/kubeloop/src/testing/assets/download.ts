@@ -172,6 +172,7 @@ async function downloadBufferOnce(
     if (error instanceof DownloadError) throw error;
     if (abort.signal.aborted)
       throw new DownloadError(url, `no answer within ${stallMs / 1000} s (${STALL_ENV})`);
+    if (mayRetry && isReset(error)) throw new StaleConnection(describe(error));
     throw new DownloadError(url, describe(error));
   } finally {
     clearTimeout(timer);

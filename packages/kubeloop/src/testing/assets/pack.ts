@@ -30,6 +30,7 @@ import {
  * paths a `KUBELOOP_ASSETS_MIRROR` serves.
  */
 
+/** What {@link packAssets} reads, and where and how it writes. */
 export interface PackOptions {
   /** The cache to read. */
   root: string;
@@ -47,6 +48,7 @@ export interface PackOptions {
   envtest?: boolean;
 }
 
+/** What {@link packAssets} wrote. */
 export interface PackResult {
   /** Every file written, relative to `out`. */
   files: string[];
