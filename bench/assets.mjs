@@ -9,12 +9,13 @@
 import { spawnSync } from "node:child_process";
 import { createReadStream, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { componentsFor, defaultAssetsRoot, KUBERNETES_VERSION, readBuildInfo } from "kubeloop/testing";
 
 const cli = join(import.meta.dirname, "../packages/kubeloop/dist/cli/main.js");
-const tmp = mkdtempSync(join(tmpdir(), "kubeloop-bench-assets-"));
+// Under /var/tmp: the real nodes' control plane sees the host's /var/tmp, not its /tmp.
+const tmp = mkdtempSync("/var/tmp/kubeloop-bench-assets-");
 const shared = defaultAssetsRoot();
 
 // One child per measurement: a fresh process, as a first `npm test` is.

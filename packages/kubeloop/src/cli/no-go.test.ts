@@ -31,7 +31,8 @@ const packageDir = join(import.meta.dirname, "../..");
 const repoCli = join(packageDir, "dist/cli/main.js");
 const tmp = mkdtempSync(join(tmpdir(), "kubeloop-no-go-"));
 const project = join(tmp, "first-operator");
-const cache = join(tmp, "empty-cache");
+// The cache too is under /var/tmp: the real nodes' control plane sees the host's /var/tmp, not its /tmp.
+const cache = join(mkdtempSync("/var/tmp/kubeloop-no-go-cache-"), "cache");
 // Under /var/tmp: the nodes see the plane's own tmp/ as /tmp.
 const clusterDir = join(mkdtempSync("/var/tmp/kubeloop-no-go-"), "cluster");
 const version = `${KUBELOOP_VERSION}-nogo.${Date.now()}`;
@@ -115,6 +116,7 @@ afterAll(async () => {
   await mirror?.close();
   rmSync(tmp, { recursive: true, force: true });
   rmSync(dirname(clusterDir), { recursive: true, force: true });
+  rmSync(dirname(cache), { recursive: true, force: true });
   console.log(
     `no Go, empty cache, HTTPS mirror: npm test ${seconds.test?.toFixed(1)}s, npm run test:e2e ` +
       `${seconds.e2e?.toFixed(1)}s, cluster start --profile node ${seconds.node?.toFixed(1)}s`,
