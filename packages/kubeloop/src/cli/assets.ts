@@ -1,12 +1,14 @@
 import { parseArgs } from "node:util";
 import {
   type BinaryName,
-  buildComponent,
   COMPONENTS,
+  type ComponentName,
   componentsFor,
   defaultAssetsRoot,
   KUBERNETES_VERSION_ENV,
   locateBinary,
+  obtainComponent,
+  packAssets,
   readBuildInfo,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
@@ -15,11 +17,20 @@ import { CliError } from "./errors.js";
 
 const USAGE = `Usage:
   kubeloop assets build [--component NAME]... [--kubernetes-version 1.33]...
-      Builds the pinned control-plane binaries, the node stack (kubelet, kube-proxy, containerd,
-      runc, CNI plugins, CoreDNS, registry), helm, OLM's operator-verify and OLM v0 from Go modules
-      (needs Go ≥ 1.26; runc needs gcc and libseccomp-dev), unless already cached.
+      Gets the pinned control-plane binaries, the node stack (kubelet, kube-proxy, containerd,
+      runc, CNI plugins, CoreDNS, registry), kwok, helm, OLM's operator-verify and OLM v0, unless
+      cached: upstream's release binaries, downloaded and checked against upstream's checksums (or
+      the same files from $KUBELOOP_ASSETS_MIRROR), else built from Go modules (Go ≥ 1.26; runc
+      needs gcc and libseccomp-dev). OLM, published upstream only as images, is always built.
+      $KUBELOOP_ASSETS_SOURCE=download|build|cache-only forces one way.
       Components: ${Object.keys(COMPONENTS).join(", ")}.
       --kubernetes-version may repeat; each version is cached beside the others.
+  kubeloop assets pack --out DIR [--mirror] [--base-url URL] [--kubernetes-version 1.33]
+      Writes the cached kube-apiserver and etcd as setup-envtest's tarball with an index in
+      controller-tools' envtest-releases.yaml shape (\`setup-envtest sideload\` takes the tarball).
+      --mirror writes every downloadable component as upstream publishes it, with its checksum
+      file, at upstream's paths: serve DIR and point KUBELOOP_ASSETS_MIRROR at it.
+      --base-url is the URL DIR will be served at (the index's links point there).
   kubeloop assets where [--kubernetes-version 1.33]
       Prints where each binary comes from (KUBEBUILDER_ASSETS, or the cache).
 
@@ -34,6 +45,9 @@ export async function assetsCommand(argv: string[]): Promise<number> {
     options: {
       component: { type: "string", multiple: true },
       "kubernetes-version": { type: "string", multiple: true },
+      out: { type: "string" },
+      mirror: { type: "boolean" },
+      "base-url": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -50,12 +64,30 @@ export async function assetsCommand(argv: string[]): Promise<number> {
     const root = defaultAssetsRoot();
     for (const kubernetesVersion of kubernetesVersions(values["kubernetes-version"])) {
       for (const name of names) {
-        const info = await buildComponent(name, { root, kubernetesVersion });
-        console.error(
-          `${name} v${info.version}: ready (built ${info.builtAt} in ${info.seconds}s with Go ${info.go})`,
-        );
+        const info = await obtainComponent(name as ComponentName, { root, kubernetesVersion });
+        const how = info.source === "download" ? "downloaded" : `built with Go ${info.go}`;
+        console.error(`${name} v${info.version}: ready (${how} ${info.builtAt} in ${info.seconds}s)`);
       }
     }
+    return 0;
+  }
+  if (sub === "pack") {
+    if (!values.out) throw new CliError(`assets pack needs --out DIR\n\n${USAGE}`);
+    const kubernetesVersion = kubernetesVersions(values["kubernetes-version"])[0];
+    const result = packAssets({
+      root: defaultAssetsRoot(),
+      out: values.out,
+      kubernetesVersion,
+      mirror: values.mirror === true,
+      baseUrl: values["base-url"],
+    });
+    for (const file of result.files) console.log(file);
+    if (result.missing.length > 0) {
+      console.error(
+        `Not in the cache, so not packed: ${result.missing.join(", ")} (run \`kubeloop assets build\`).`,
+      );
+    }
+    console.error(`Wrote ${result.files.length} files to ${values.out}; index: ${result.index}`);
     return 0;
   }
   if (sub === "where") {
@@ -71,7 +103,7 @@ export async function assetsCommand(argv: string[]): Promise<number> {
           ? `${found.path} (${found.source})`
           : `missing — run \`kubeloop assets build --kubernetes-version ${kubernetesVersion}\``;
         console.log(
-          `${binary.padEnd(24)} ${where}${info && found?.source === "cache" ? ` v${info.version}` : ""}`,
+          `${binary.padEnd(24)} ${where}${info && found?.source === "cache" ? ` v${info.version}${info.source === "download" ? " (downloaded)" : ""}` : ""}`,
         );
       }
     }

@@ -35,6 +35,8 @@ describe("ControlPlane errors", () => {
       root: empty,
       kubebuilderAssets: undefined,
       env: { PATH: "/nonexistent", HOME: empty },
+      // The Go build only: the download path's errors are in assets/download.test.ts.
+      source: "build",
       onProgress: () => {},
     }).then(
       () => undefined,

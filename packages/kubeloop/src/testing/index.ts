@@ -14,13 +14,16 @@
 
 export { type PollOptions, PollTimeoutError, pollUntil } from "../util/index.js";
 export {
+  type AssetSourcePolicy,
   type AssetSources,
   type BinaryName,
   type BuildInfo,
   type BuildOptions,
   buildComponent,
   COMPONENTS,
+  type ComponentName,
   componentsFor,
+  DownloadError,
   defaultAssetsRoot,
   type EnsureAssetsOptions,
   ETCD_VERSION,
@@ -30,10 +33,17 @@ export {
   KUBERNETES_VERSION_ENV,
   KWOK_VERSION,
   locateBinary,
+  MIRROR_ENV,
+  type ObtainOptions,
   OLDEST_KUBERNETES_VERSION,
+  obtainComponent,
+  type PackOptions,
+  type PackResult,
+  packAssets,
   type ResolvedAssets,
   readBuildInfo,
   resolveKubernetesVersion,
+  SOURCE_ENV,
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./assets/index.js";
 export {

@@ -146,8 +146,9 @@ npm test      # its tests, on a real local API server
 \`\`\`
 
 A Kubernetes operator built with [kubeloop](https://www.npmjs.com/package/kubeloop). Its API
-groups end in \`${domain}\`. Needs Node ≥ 22.19 and \`kubectl\`; the first local API server is
-built from Go modules (Go ≥ 1.26), then cached in \`~/.cache/kubeloop\`.
+groups end in \`${domain}\`. Needs Node ≥ 22.19 and \`kubectl\`; the first local API server's binaries
+are downloaded from upstream's releases and checked (or from \`KUBELOOP_ASSETS_MIRROR\`), then
+cached in \`~/.cache/kubeloop\`; Go ≥ 1.26 is needed only offline with no mirror.
 
 ## Add a kind
 

@@ -45,7 +45,7 @@ export interface BuildInfo {
   component: ComponentName;
   /** The component's version, e.g. `1.36.4` for `kubernetes`. */
   version: string;
-  /** The Go version that built it, e.g. `1.26.8`. */
+  /** The Go version that built it, e.g. `1.26.8`; empty when it was downloaded. */
   go: string;
   /** When, as an ISO 8601 time. */
   builtAt: string;
@@ -53,9 +53,13 @@ export interface BuildInfo {
   seconds: number;
   /** Each binary's own `--version` output, as proof it runs. */
   versions: Record<string, string>;
+  /** `download` when it came prebuilt from upstream (or a mirror); absent or `build` when Go built it. */
+  source?: "build" | "download";
+  /** The URLs it was downloaded from, each checked against upstream's checksum. */
+  from?: string[];
 }
 
-const BUILD_INFO = "build-info.json";
+export const BUILD_INFO = "build-info.json";
 /** How often a long compile reports that it is still going. */
 const HEARTBEAT_MS = 20_000;
 
@@ -94,10 +98,7 @@ export async function buildComponent(name: ComponentName, options: BuildOptions 
   const goBinary = options.go ?? "go";
   const env = goEnv(options.env);
   const goVersion = checkGo(goBinary, env);
-  mkdirSync(join(root, ".locks"), { recursive: true });
-  const lock = await acquireLock(join(root, ".locks", componentDirName(spec)), (holder) =>
-    progress(`Waiting for ${holder}, which is building ${name} v${spec.version}…`),
-  );
+  const lock = await lockComponent(root, spec, progress);
   try {
     // The process we waited for may have finished the very build we came for.
     const built = readBuildInfo(root, spec);
@@ -106,6 +107,14 @@ export async function buildComponent(name: ComponentName, options: BuildOptions 
   } finally {
     lock.release();
   }
+}
+
+/** The lock both the build and the download of a component take, so only one process installs it. */
+export async function lockComponent(root: string, spec: ComponentSpec, progress: (line: string) => void) {
+  mkdirSync(join(root, ".locks"), { recursive: true });
+  return acquireLock(join(root, ".locks", componentDirName(spec)), (holder) =>
+    progress(`Waiting for ${holder}, which is installing ${spec.name} v${spec.version}…`),
+  );
 }
 
 async function buildLocked(
@@ -131,26 +140,43 @@ async function buildLocked(
   }, HEARTBEAT_MS);
   try {
     await RECIPES[spec.name]({ spec, work, out, run, goBinary, progress, counter });
-    const versions: Record<string, string> = {};
-    for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
-    const info: BuildInfo = {
-      component: spec.name,
-      version: spec.version,
-      go: goVersion,
-      builtAt: new Date().toISOString(),
-      seconds: Math.round((Date.now() - started) / 100) / 10,
-      versions,
-    };
-    writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
-    const target = componentDir(root, spec);
-    rmSync(target, { recursive: true, force: true });
-    renameSync(out, target);
-    progress(`Built ${spec.name} v${spec.version} in ${formatSeconds(info.seconds)} → ${target}`);
+    const info = installFolder(root, spec, out, started, { go: goVersion, source: "build" });
+    progress(
+      `Built ${spec.name} v${spec.version} in ${formatSeconds(info.seconds)} → ${componentDir(root, spec)}`,
+    );
     return info;
   } finally {
     clearInterval(heartbeat);
     log.end();
   }
+}
+
+/**
+ * Runs each binary in `out` once (a broken one never lands in the cache), writes its record, and
+ * moves the folder into the cache in one rename: how both the build and the download finish.
+ */
+export function installFolder(
+  root: string,
+  spec: ComponentSpec,
+  out: string,
+  started: number,
+  how: Pick<BuildInfo, "go" | "source" | "from">,
+): BuildInfo {
+  const versions: Record<string, string> = {};
+  for (const binary of spec.binaries) versions[binary] = verifyBinary(join(out, binary), spec);
+  const info: BuildInfo = {
+    component: spec.name,
+    version: spec.version,
+    builtAt: new Date().toISOString(),
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    versions,
+    ...how,
+  };
+  writeFileSync(join(out, BUILD_INFO), `${JSON.stringify(info, null, 2)}\n`);
+  const target = componentDir(root, spec);
+  rmSync(target, { recursive: true, force: true });
+  renameSync(out, target);
+  return info;
 }
 
 interface RecipeContext {
@@ -533,7 +559,7 @@ const VERSION_ARGS: Partial<Record<string, { args: string[]; printsVersion: bool
 };
 
 /** Runs a fresh binary's `--version` so a broken build never lands in the cache. */
-function verifyBinary(path: string, spec: ComponentSpec): string {
+export function verifyBinary(path: string, spec: ComponentSpec): string {
   const how = VERSION_ARGS[basename(path)] ?? { args: ["--version"], printsVersion: true };
   const result = spawnSync(path, how.args, { encoding: "utf8", timeout: 30_000 });
   const output = `${result.stdout ?? ""}${result.stderr ?? ""}`.trim();

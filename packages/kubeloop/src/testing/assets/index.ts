@@ -1,5 +1,4 @@
 import { AssetsError } from "../errors.js";
-import { type BuildOptions, buildComponent } from "./build.js";
 import {
   type AssetSources,
   defaultAssetsRoot,
@@ -7,6 +6,7 @@ import {
   kwokStagesPath,
   locateBinary,
 } from "./locate.js";
+import { type ObtainOptions, obtainComponent, SOURCE_ENV, sourcePolicy } from "./obtain.js";
 import {
   type BinaryName,
   type ComponentName,
@@ -16,7 +16,11 @@ import {
 } from "./versions.js";
 
 export { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
+export { DownloadError } from "./download.js";
+export { MIRROR_ENV } from "./fetch.js";
 export { type AssetSources, defaultAssetsRoot, kwokStagesPath, locateBinary } from "./locate.js";
+export { type AssetSourcePolicy, type ObtainOptions, obtainComponent, SOURCE_ENV } from "./obtain.js";
+export { type PackOptions, type PackResult, packAssets } from "./pack.js";
 export {
   type BinaryName,
   COMPONENTS,
@@ -40,11 +44,14 @@ export {
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";
 
-/** Where {@link ensureAssets} looks for binaries ({@link AssetSources}) and how it builds missing ones ({@link BuildOptions}). */
-export interface EnsureAssetsOptions extends AssetSources, BuildOptions {
+/**
+ * Where {@link ensureAssets} looks for binaries ({@link AssetSources}) and how it gets missing ones
+ * ({@link ObtainOptions}: downloaded from upstream or a mirror and checked, else built with Go).
+ */
+export interface EnsureAssetsOptions extends AssetSources, ObtainOptions {
   /**
-   * Build what is missing (default). When false, a missing binary is an error that says how to get
-   * it; CI jobs that build in a separate step use this to fail fast.
+   * Get what is missing (default). When false, a missing binary is an error that says how to get
+   * it; CI jobs that fill the cache in a separate step use this to fail fast.
    */
   build?: boolean;
 }
@@ -57,7 +64,11 @@ export interface ResolvedAssets {
   kwokStages?: string;
 }
 
-/** Finds each binary, building the components that are missing (at most once per component). */
+/**
+ * Finds each binary: an explicit path, `KUBEBUILDER_ASSETS`, the cache; else the component is
+ * downloaded from upstream's release (or `KUBELOOP_ASSETS_MIRROR`) and checked, or built with Go
+ * (at most once per component).
+ */
 export async function ensureAssets(
   needed: BinaryName[],
   options: EnsureAssetsOptions = {},
@@ -70,25 +81,26 @@ export async function ensureAssets(
     if (!locateBinary(binary, sources)) missing.add(componentOf(binary, kubernetesVersion).name);
   }
   if (needed.includes("kwok") && !locateKwokStages(root)) missing.add("kwok");
-  if (missing.size > 0 && options.build === false) {
+  if (missing.size > 0 && (options.build === false || sourcePolicy(options.source) === "cache-only")) {
     throw new AssetsError(
       `Control-plane binaries missing for ${[...missing].join(", ")} (Kubernetes ${kubernetesVersion}; looked in ${root}` +
         `${process.env.KUBEBUILDER_ASSETS ? ` and KUBEBUILDER_ASSETS=${process.env.KUBEBUILDER_ASSETS}` : ""}). ` +
-        "Run `npx kubeloop assets build` to build them from Go modules" +
+        `${options.build === false ? "" : `${SOURCE_ENV}=cache-only is set. `}` +
+        "Run `npx kubeloop assets build` to download them (or build them with Go)" +
         (kubernetesVersion === KUBERNETES_VERSION
           ? "."
           : ` (with --kubernetes-version ${kubernetesVersion}).`),
     );
   }
   // Sequential on purpose: each build already uses every core, and they share Go's build cache.
-  for (const component of missing) await buildComponent(component, { ...options, root, kubernetesVersion });
+  for (const component of missing) await obtainComponent(component, { ...options, root, kubernetesVersion });
 
   const binaries: Partial<Record<BinaryName, string>> = {};
   for (const binary of needed) {
     const found = locateBinary(binary, sources);
     if (!found)
       throw new AssetsError(
-        `${binary} is still missing after its build; see the build log under ${root}/.build`,
+        `${binary} is still missing after its component was installed; see the build log under ${root}/.build`,
       );
     binaries[binary] = found.path;
   }
