@@ -14,6 +14,7 @@ import {
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "../testing/index.js";
 import { CliError } from "./errors.js";
+import { printUsage } from "./usage.js";
 
 const USAGE = `Usage:
   kubeloop assets build [--component NAME]... [--kubernetes-version 1.33]...
@@ -51,10 +52,7 @@ export async function assetsCommand(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help || sub === undefined) {
-    console.log(USAGE);
-    return values.help ? 0 : 1;
-  }
+  if (values.help || sub === undefined) return printUsage(USAGE, values.help);
   if (sub === "build") {
     const names = (values.component ?? Object.keys(COMPONENTS)) as (keyof typeof COMPONENTS)[];
     for (const name of names) {

@@ -25,6 +25,7 @@ import {
   memberStates,
 } from "./cluster-karmada.js";
 import { CliError } from "./errors.js";
+import { printUsage } from "./usage.js";
 
 /**
  * `kubeloop cluster start|status|stop|run`: a local control plane that outlives the command.
@@ -113,10 +114,7 @@ export async function clusterCommand(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help || sub === undefined) {
-    console.log(USAGE);
-    return values.help ? 0 : 1;
-  }
+  if (values.help || sub === undefined) return printUsage(USAGE, values.help);
   const profile = (values.profile ?? "apiserver") as ClusterProfile;
   if (profile !== "apiserver" && profile !== "cluster" && profile !== "node" && profile !== "karmada") {
     throw new CliError(`--profile must be apiserver, cluster, node or karmada, got "${values.profile}"`);
