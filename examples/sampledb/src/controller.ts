@@ -180,7 +180,8 @@ export const sampleDBController = workers(controller(SampleDB), process.env.WORK
     await ctx.apply(headlessService(db));
     await ctx.apply(roleService(db, "primary"));
     if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
-    await ctx.apply(statefulSet(db, restartArguments(db)));
+    const current = ctx.cache.get(StatefulSet, names(db).name, names(db).namespace);
+    await ctx.apply(statefulSet(db, restartArguments(db), current));
     // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
     await ctx.apply(backupVolume(db), { owned: false });
 

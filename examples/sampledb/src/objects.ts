@@ -167,7 +167,11 @@ export const superuserPassword = (db: SampleDBObject) => ({
 
 export const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
-export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.StatefulSet {
+export function statefulSet(
+  db: SampleDBObject,
+  startArguments: string[],
+  existing?: apps.StatefulSet,
+): apps.StatefulSet {
   const { name, pods } = names(db);
   return {
     apiVersion: "apps/v1",
@@ -178,8 +182,9 @@ export function statefulSet(db: SampleDBObject, startArguments: string[]): apps.
       replicas: db.spec.instances,
       // Parallel: an instance on a lost node (NotReady, never Running again until the node returns)
       // must not keep the others from being recreated, as OrderedReady would after a failover.
-      // Replicas wait for the primary themselves (pg_basebackup retried).
-      podManagementPolicy: "Parallel",
+      // Replicas wait for the primary themselves (pg_basebackup retried). The field is immutable:
+      // a StatefulSet made before it keeps its policy rather than failing every apply.
+      podManagementPolicy: existing?.spec?.podManagementPolicy ?? "Parallel",
       selector: { matchLabels: podLabels(db, "instance") },
       template: {
         metadata: { labels: podLabels(db, "instance") },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SampleDBObject } from "../src/objects.ts";
+import { type SampleDBObject, statefulSet } from "../src/objects.ts";
 import { reloadJob, reservedNames } from "../src/parameters.ts";
 import { standbyNames } from "../src/replication.ts";
 
@@ -62,5 +62,14 @@ describe("SampleDB replication: synchronous_standby_names", () => {
     expect(script).toContain("ALTER SYSTEM SET work_mem = '8MB'");
     expect(script).not.toContain("synchronous_standby_names = ");
     expect(script).toContain("NOT IN ('synchronous_standby_names', 'default_transaction_read_only')\\gexec");
+  });
+});
+
+describe("SampleDB's StatefulSet across the upgrade to Parallel pods", () => {
+  it("makes new instances Parallel and keeps the policy a StatefulSet was made with (the field is immutable)", () => {
+    expect(statefulSet(db(2), []).spec?.podManagementPolicy).toBe("Parallel");
+    const before = statefulSet(db(2), []);
+    before.spec = { ...before.spec, podManagementPolicy: "OrderedReady" } as typeof before.spec;
+    expect(statefulSet(db(2), [], before).spec?.podManagementPolicy).toBe("OrderedReady");
   });
 });
