@@ -135,6 +135,7 @@ describe("the shipping tools", () => {
       "cni-plugins",
       "coredns",
       "registry",
+      "karmada",
     ]);
   });
 
