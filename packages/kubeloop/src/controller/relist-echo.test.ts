@@ -43,7 +43,10 @@ afterAll(async () => {
 const namespace = namespaces(() => client, "relist-echo");
 
 /** A source whose keys the test pushes, to reconcile a key while the primary's cache is behind. */
-function pushSource(): { source: (signal: AbortSignal) => AsyncIterable<ObjectRef>; push(ref: ObjectRef): void } {
+function pushSource(): {
+  source: (signal: AbortSignal) => AsyncIterable<ObjectRef>;
+  push(ref: ObjectRef): void;
+} {
   const waiting: ObjectRef[] = [];
   let wake: (() => void) | undefined;
   return {
