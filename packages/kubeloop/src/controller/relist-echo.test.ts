@@ -116,5 +116,5 @@ describe("Controller after a relist", () => {
     } finally {
       await c.stop(1_000);
     }
-  }, 60_000);
+  });
 });
