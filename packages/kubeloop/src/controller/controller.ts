@@ -323,8 +323,18 @@ export class Controller<T extends KubeObject> {
       informer.on({
         added: (object, { initial }) => enqueue({ type: "added", object }, initial),
         updated: (old, object, { initial }) => {
-          if (this.isEchoOfOwnWrite(typeKey, old, object, primary)) return;
           const wake = () => enqueue({ type: "updated", object, old }, initial);
+          // A relist's update spans every change made while the watch was down, so reaching the
+          // version we wrote does not make it only ours: a reconcile from the stale cache may have
+          // written on top of someone else's change (a spec edit during an API server restart),
+          // which then comes in this same update. Taking it for our echo lost that change for
+          // good, so a relist's update always wakes the key (one reconcile more after a rare
+          // relist); only a watch event, which is one change, can be told to be our echo.
+          if (initial) {
+            wake();
+            return;
+          }
+          if (this.isEchoOfOwnWrite(typeKey, old, object, primary)) return;
           // Our apply of this object is still waiting for its response: this may be its echo.
           const version = object.metadata?.resourceVersion;
           if (this.expectations.holdIfWriting(typeKey, objectKey(object), version, wake)) return;
