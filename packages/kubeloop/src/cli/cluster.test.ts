@@ -53,6 +53,6 @@ describe("kubeloop cluster", () => {
   it("rejects a bad profile with a clear message", () => {
     const bad = kubeloop("cluster", "start", "--profile", "huge", "--dir", dir);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('--profile must be apiserver, cluster or node, got "huge"');
+    expect(bad.stderr).toContain('--profile must be apiserver, cluster, node or karmada, got "huge"');
   });
 });
