@@ -58,9 +58,17 @@ export async function debianPackages(
       architecture === "all" ? p.name : `${p.name}:${DEBIAN_ARCH[architecture]}`,
     );
     if (architecture !== "all" && !(await archEnabled(architecture))) await enableArch(architecture);
-    await tool("apt-get", ["download", "-q", ...specs], {
-      cwd: dir,
-      hint: "The image's base is made from Debian packages: run on a Debian or Ubuntu machine whose apt sources are reachable.",
+    const download = () =>
+      tool("apt-get", ["download", "-q", ...specs], {
+        cwd: dir,
+        hint: "The image's base is made from Debian packages: run on a Debian or Ubuntu machine whose apt sources are reachable.",
+      });
+    await download().catch(async (error: Error) => {
+      // The architecture can be enabled while apt has no lists for it yet (enabled by another
+      // process whose `apt-get update` has not finished, or failed): update once and try again.
+      if (!/Unable to locate package/.test(error.message) || process.getuid?.() !== 0) throw error;
+      await tool("apt-get", ["update", "-q"]);
+      await download();
     });
   }
   return found().map(({ name, file }) => {
