@@ -1,3 +1,6 @@
+// First: on a Node kubeloop does not support, the client's check says which Node it needs before
+// undici (below) fails to load on it.
+import "../../client/index.js";
 import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
