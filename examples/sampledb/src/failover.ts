@@ -76,7 +76,12 @@ export async function restartFollowers(
     const name = pod.metadata?.name ?? "";
     if (name === primary || pod.metadata?.deletionTimestamp) continue;
     if (Date.parse(pod.metadata?.creationTimestamp ?? "") >= promotedAt) continue;
-    await ctx.client.delete(Pod, name, { namespace: names(db).namespace }).catch(() => {});
+    // A short grace: PostgreSQL's SIGTERM is a smart shutdown, which waits for every session (the
+    // operator's own metrics reads included) up to the pod's 30 s, and with durability required the
+    // new primary's writes wait for this standby. A standby stopped hard recovers from its WAL.
+    await ctx.client
+      .delete(Pod, name, { namespace: names(db).namespace, gracePeriodSeconds: 2 })
+      .catch(() => {});
     ctx.event("Normal", "Following", `${name} restarts to follow the new primary ${primary}`);
   }
 }
