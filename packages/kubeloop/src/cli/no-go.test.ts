@@ -13,6 +13,7 @@ import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AssetsMirror, startAssetsMirror } from "../../test/assets-mirror.js";
 import { type NpmRegistry, packAt, startNpmRegistry } from "../../test/npm-registry.js";
+import { developerShell } from "../../test/shell.js";
 import { componentsFor, KUBERNETES_VERSION } from "../testing/assets/versions.js";
 import { REAL_NODE_BINARIES } from "../testing/control-plane/node-host.js";
 import { defaultAssetsRoot, ensureAssets, readBuildInfo } from "../testing/index.js";
@@ -89,14 +90,11 @@ beforeAll(async () => {
   registry = await startNpmRegistry(tmp);
   registry.publish(packAt(packageDir, tmp, version));
   registry.publish(packAt(join(packageDir, "../create-kubeloop"), tmp, version, ["kubeloop"]));
+  // A developer's shell with no Go on its PATH, and none of this machine's KUBELOOP_ settings.
+  const shell = developerShell({ PATH });
+  for (const key of Object.keys(shell)) if (key.startsWith("KUBELOOP_")) delete shell[key];
   env = {
-    ...(Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([key]) => !/^(VITEST|KUBECONFIG$|FORCE_COLOR$|KUBELOOP_)/.test(key),
-      ),
-    ) as Record<string, string>),
-    PATH,
-    NO_COLOR: "1",
+    ...shell,
     KUBELOOP_ASSETS: cache,
     KUBELOOP_ASSETS_MIRROR: mirror.url,
     NODE_EXTRA_CA_CERTS: join(tmp, "mirror-ca.pem"),

@@ -48,7 +48,8 @@ export function sourcePolicy(requested?: string, env: NodeJS.ProcessEnv = proces
  *
  * // In CI with no Go: fetch etcd from a company mirror of upstream's release files.
  * const info = await obtainComponent("etcd", { source: "download", mirror: "https://mirror.example.com/k8s" });
- * console.log(info.source, info.from); // "download" ["https://mirror.example.com/k8s/github.com/etcd-io/…"]
+ * // info.from: ["https://mirror.example.com/k8s/github.com/etcd-io/…"], each file checked before install
+ * if (info.source !== "download") throw new Error(`etcd came from ${info.source}, not the mirror`);
  * ```
  */
 export async function obtainComponent(name: ComponentName, options: ObtainOptions = {}): Promise<BuildInfo> {

@@ -68,7 +68,8 @@ export interface PackResult {
  *
  * // On a machine with a filled cache: a tree to serve as KUBELOOP_ASSETS_MIRROR for the others.
  * const { files, missing } = packAssets({ root: defaultAssetsRoot(), out: "/srv/kubeloop-mirror", mirror: true });
- * console.log(`${files.length} files; not cached, so not packed: ${missing.join(", ") || "none"}`);
+ * // files: every path the mirror serves, checksum files included
+ * if (missing.length > 0) throw new Error(`not cached, so not packed: ${missing.join(", ")} (${files.length} files)`);
  * ```
  */
 export function packAssets(options: PackOptions): PackResult {
