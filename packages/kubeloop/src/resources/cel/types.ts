@@ -9,39 +9,27 @@ import { escapeName } from "./escape.js";
 
 type Schema = Record<string, unknown>;
 
+/** The CEL types with no parameters. */
+type ScalarKind =
+  | "int"
+  | "uint"
+  | "double"
+  | "string"
+  | "bool"
+  | "bytes"
+  | "null_type"
+  | "timestamp"
+  | "duration"
+  | "type";
+
 export type CelType =
-  | {
-      kind:
-        | "dyn"
-        | "int"
-        | "uint"
-        | "double"
-        | "string"
-        | "bool"
-        | "bytes"
-        | "null_type"
-        | "timestamp"
-        | "duration"
-        | "type";
-    }
+  | { kind: "dyn" | ScalarKind }
   | { kind: "list"; elem: CelType }
   | { kind: "map"; key: CelType; value: CelType }
   | { kind: "object"; name: string; fields: Map<string, CelType> };
 
 export const DYN: CelType = { kind: "dyn" };
-export const scalar = (
-  kind:
-    | "int"
-    | "uint"
-    | "double"
-    | "string"
-    | "bool"
-    | "bytes"
-    | "null_type"
-    | "timestamp"
-    | "duration"
-    | "type",
-): CelType => ({ kind });
+export const scalar = (kind: ScalarKind): CelType => ({ kind });
 
 const isObject = (v: unknown): v is Schema => typeof v === "object" && v !== null && !Array.isArray(v);
 
