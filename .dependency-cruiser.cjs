@@ -32,6 +32,39 @@ const ENTRY_FILES = Object.values(packageExports)
   .flatMap((target) => (typeof target === "string" ? [target] : Object.values(target)))
   .map((file) => file.replace(/^\.\//, "").replaceAll(".", "\\."));
 
+/**
+ * testing/ is one layer with entry points of its own (`kubeloop/testing/assets`, …): its folders in
+ * their order, bottom to top. assets/ (the binaries) needs nothing else of testing/; the core (the
+ * control plane, the memory API server and testing/'s own files) builds on assets/; cluster/,
+ * faults/ and servers/ build on the core and not on each other.
+ */
+const TESTING = `${SRC}testing/`;
+const TESTING_TOPS = ["cluster", "faults", "servers"];
+const TESTING_ENTRIES = ["assets", ...TESTING_TOPS];
+const testingOrder = [
+  {
+    name: "testing-order",
+    comment: "testing/assets/ (the binaries) imports nothing else of testing/",
+    severity: "error",
+    from: { path: `${TESTING}assets/` },
+    to: { path: TESTING, pathNot: `${TESTING}assets/` },
+  },
+  {
+    name: "testing-order",
+    comment: `testing/'s core (its own files, control-plane/, memory/) imports no ${TESTING_TOPS.join("/, ")}/: they build on it`,
+    severity: "error",
+    from: { path: TESTING, pathNot: [`${TESTING}(${TESTING_ENTRIES.join("|")})/`, `${TESTING}moved\\.ts$`] },
+    to: { path: `${TESTING}(${TESTING_TOPS.join("|")})/` },
+  },
+  ...TESTING_TOPS.map((top) => ({
+    name: "testing-order",
+    comment: `testing/${top}/ imports neither another of ${TESTING_TOPS.join("/, ")}/ nor what the core keeps for its users' old imports (moved.ts)`,
+    severity: "error",
+    from: { path: `${TESTING}${top}/` },
+    to: { path: [`${TESTING}(${TESTING_TOPS.filter((t) => t !== top).join("|")})/`, `${TESTING}(index|moved)\\.ts$`] },
+  })),
+];
+
 const rank = new Map(LAYERS.flatMap((names, index) => names.map((name) => [name, index])));
 const layerOrder = [...rank].map(([layer, own]) => {
   const notBelow = [...rank].filter(([other, r]) => other !== layer && r >= own).map(([other]) => other);
@@ -47,6 +80,7 @@ const layerOrder = [...rank].map(([layer, own]) => {
 module.exports = {
   forbidden: [
     ...layerOrder,
+    ...testingOrder,
     {
       name: "no-circular",
       comment:
@@ -65,10 +99,17 @@ module.exports = {
     {
       name: "index-only",
       comment:
-        "from outside a layer, import only its index.ts (what it chose to export) or its internal.ts (names for other layers, not users)",
+        "from outside a layer, import only its index.ts (what it chose to export) or its internal.ts (names for other layers, not users); testing/'s entry points (assets/, cluster/, faults/, servers/) have their own",
       severity: "error",
       from: { path: `${SRC}([^/]+)/` },
-      to: { path: `${SRC}[^/]+/.`, pathNot: [`${SRC}$1/`, `${SRC}[^/]+/(index|internal)\\.ts$`] },
+      to: {
+        path: `${SRC}[^/]+/.`,
+        pathNot: [
+          `${SRC}$1/`,
+          `${SRC}[^/]+/(index|internal)\\.ts$`,
+          `${TESTING}(${TESTING_ENTRIES.join("|")})/(index|internal)\\.ts$`,
+        ],
+      },
     },
     {
       name: "index-only",

@@ -12,7 +12,7 @@ import { createReadStream, existsSync, mkdtempSync, rmSync, statSync } from "nod
 import { createServer } from "node:http";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import { componentsFor, defaultAssetsRoot, KUBERNETES_VERSION, readBuildInfo } from "kubeloop/testing";
+import { componentsFor, defaultAssetsRoot, KUBERNETES_VERSION, readBuildInfo } from "kubeloop/testing/assets";
 
 const cli = join(import.meta.dirname, "../packages/kubeloop/dist/cli/main.js");
 // Under /var/tmp: the real nodes' control plane sees the host's /var/tmp, not its /tmp.

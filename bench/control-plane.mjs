@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { COMPONENTS, ControlPlane, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing";
+import { ControlPlane } from "kubeloop/testing";
+import { COMPONENTS, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing/assets";
 import { median, procStats } from "./stats.mjs";
 
 const { values } = parseArgs({

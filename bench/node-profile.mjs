@@ -5,7 +5,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { parseArgs } from "node:util";
-import { COMPONENTS, ControlPlane, defaultAssetsRoot, kubectl, readBuildInfo } from "kubeloop/testing";
+import { ControlPlane, kubectl } from "kubeloop/testing";
+import { COMPONENTS, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing/assets";
 import { median, procStats } from "./stats.mjs";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "5" } } });

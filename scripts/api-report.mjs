@@ -18,7 +18,8 @@ try {
   for (const [subpath, target] of Object.entries(exports)) {
     if (process.env.ONLY && !subpath.endsWith(process.env.ONLY)) continue;
     if (typeof target !== "object" || !target.types) continue;
-    const name = subpath === "." ? "kubeloop" : subpath.slice(2);
+    // `./testing/assets` → testing-assets.api.md (a report is one file of api/).
+    const name = subpath === "." ? "kubeloop" : subpath.slice(2).replaceAll("/", "-");
     const entry = join(project, target.types);
     if (!existsSync(entry)) {
       console.error(`${entry} is missing: run \`npm run build\` first.`);

@@ -14,7 +14,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Client } from "kubeloop/client";
 import { ConfigMap } from "kubeloop/k8s";
-import { ControlPlane, localWebhookServing, startFaultProxy } from "kubeloop/testing";
+import { ControlPlane, localWebhookServing } from "kubeloop/testing";
+import { startFaultProxy } from "kubeloop/testing/faults";
 import { Widget } from "../peers/widget.ts";
 
 const here = fileURLToPath(new URL(".", import.meta.url));

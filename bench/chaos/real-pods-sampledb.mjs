@@ -11,7 +11,8 @@
 // operator CPU (mean and peak 1 s), rows acknowledged and lost, and reconciles of one SampleDB
 // that overlapped (spans.mjs; none may).
 import { join } from "node:path";
-import { ControlPlane, deletePod, kubectl, readCrds, startOperator, stopNode } from "kubeloop/testing";
+import { ControlPlane, kubectl, readCrds, startOperator } from "kubeloop/testing";
+import { deletePod, stopNode } from "kubeloop/testing/faults";
 import { World } from "../../examples/sampledb/test/world.ts";
 import { median } from "../stats.mjs";
 import { cpuMeter, nodeReady, waitFor } from "./real-pods.mjs";

@@ -14,7 +14,8 @@
 // reconcile spans (spans.mjs); the run fails on any.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControlPlane, deletePod, kubectl, readCrds, startOperator, stopNode } from "kubeloop/testing";
+import { ControlPlane, kubectl, readCrds, startOperator } from "kubeloop/testing";
+import { deletePod, stopNode } from "kubeloop/testing/faults";
 import { median, procStats } from "../stats.mjs";
 import { startReconcileJournal } from "./spans.mjs";
 

@@ -12,7 +12,8 @@
 // recovered, no replica ended but those killed on purpose.
 import { createWriteStream } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControlPlane, cutNetwork, deletePod, freePort, killContainer, stopNode } from "kubeloop/testing";
+import { ControlPlane, freePort } from "kubeloop/testing";
+import { cutNetwork, deletePod, killContainer, stopNode } from "kubeloop/testing/faults";
 import {
   createNginxes,
   isWhole,

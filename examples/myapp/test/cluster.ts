@@ -1,7 +1,8 @@
 import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type ControlPlane, defaultAssetsRoot, kubectl, pollUntil } from "kubeloop/testing";
+import { type ControlPlane, kubectl, pollUntil } from "kubeloop/testing";
+import { defaultAssetsRoot } from "kubeloop/testing/assets";
 import { expect } from "vitest";
 import { root } from "./operator.ts";
 

@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type ControlPlane, kubectl, locateBinary } from "kubeloop/testing";
+import { type ControlPlane, kubectl } from "kubeloop/testing";
+import { locateBinary } from "kubeloop/testing/assets";
 import { root } from "./operator.ts";
 
 // The two other ways users install the operator: the generated Helm chart, and `kubectl apply -k`

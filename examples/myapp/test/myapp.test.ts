@@ -9,10 +9,10 @@ import {
   kubectl,
   type LocalWebhookServing,
   localWebhookServing,
-  PostgresServer,
   readCrds,
   readManifests,
 } from "kubeloop/testing";
+import { PostgresServer } from "kubeloop/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Operator, root, startOperator, until } from "./operator.ts";
 

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CertificateAuthority, PrometheusServer, readManifests } from "kubeloop/testing";
+import { CertificateAuthority, readManifests } from "kubeloop/testing";
+import { PrometheusServer } from "kubeloop/testing/servers";
 import { expect } from "vitest";
 import { DEPLOYMENT, type kubectlOn, NS, until } from "./cluster.ts";
 import { root } from "./operator.ts";

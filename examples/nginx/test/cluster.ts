@@ -1,7 +1,8 @@
 import { execFile, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ControlPlane, type KubectlResult, kubectl, locateBinary, pollUntil } from "kubeloop/testing";
+import { ControlPlane, type KubectlResult, kubectl, pollUntil } from "kubeloop/testing";
+import { locateBinary } from "kubeloop/testing/assets";
 import { expect } from "vitest";
 import { root } from "./operator.ts";
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KarmadaPlane } from "kubeloop/testing";
+import { KarmadaPlane } from "kubeloop/testing/servers";
 import { afterAll, beforeAll, expect } from "vitest";
 import { buildImage } from "./cluster.ts";
 import { FLEET, type Fleet, fleet, generateConfig } from "./karmada.ts";

@@ -1,4 +1,4 @@
-import type { KarmadaPlane } from "kubeloop/testing";
+import type { KarmadaPlane } from "kubeloop/testing/servers";
 import { describe, expect, it } from "vitest";
 import { NS } from "./cluster.ts";
 import {

@@ -1,4 +1,5 @@
-import { KarmadaPlane, killOperators } from "kubeloop/testing";
+import { killOperators } from "kubeloop/testing";
+import { KarmadaPlane } from "kubeloop/testing/servers";
 import { afterAll, beforeAll } from "vitest";
 import { FLEET, type Fleet, fleet, generateConfig } from "./karmada.ts";
 import { karmadaScenario } from "./karmada-scenario.ts";

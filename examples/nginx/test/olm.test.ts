@@ -1,7 +1,8 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ControlPlane, installOlm, type OlmInstall, publishCatalog } from "kubeloop/testing";
+import type { ControlPlane } from "kubeloop/testing";
+import { installOlm, type OlmInstall, publishCatalog } from "kubeloop/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Cluster, cluster, nginx, startPlane } from "./cluster.ts";
 import { root } from "./operator.ts";

@@ -7,8 +7,8 @@ import {
   localWebhookServing,
   readCrds,
   readManifests,
-  runPod,
 } from "kubeloop/testing";
+import { runPod } from "kubeloop/testing/cluster";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Operator, root, startOperator, until } from "./operator.ts";
 

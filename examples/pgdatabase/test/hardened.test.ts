@@ -6,12 +6,12 @@ import {
   killOperators,
   kubectl,
   type OperatorProcess,
-  PostgresServer,
   readCrds,
   readManifests,
   revokeRule,
   startOperator,
 } from "kubeloop/testing";
+import { PostgresServer } from "kubeloop/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The operator installed as its generated config says — its ServiceAccount, bound only to the

@@ -3,7 +3,8 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { kubectl, locateBinary, pollUntil } from "kubeloop/testing";
+import { kubectl, pollUntil } from "kubeloop/testing";
+import { locateBinary } from "kubeloop/testing/assets";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { World } from "./world.ts";
 

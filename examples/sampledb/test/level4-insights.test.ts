@@ -1,4 +1,5 @@
-import { type PrometheusAlert, PrometheusServer, pollUntil } from "kubeloop/testing";
+import { pollUntil } from "kubeloop/testing";
+import { type PrometheusAlert, PrometheusServer } from "kubeloop/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alertRules } from "../src/alerts.ts";
 import { dashboardQueries } from "../src/dashboard.ts";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { promtool } from "kubeloop/testing";
+import { promtool } from "kubeloop/testing/servers";
 import { describe, expect, it } from "vitest";
 import { rulesFile } from "../src/alerts.ts";
 import { dashboard } from "../src/dashboard.ts";

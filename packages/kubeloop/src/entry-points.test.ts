@@ -8,7 +8,19 @@ const INTERNAL = {
   "kubeloop/resources": ["groupOf", "versionOf", "microTime"],
   "kubeloop/webhook": ["mapClientConfigs"],
   "kubeloop/testing": ["isProcessAlive"],
+  "kubeloop/testing/assets": ["isProcessAlive", "isInstalled", "componentDirName", "quoteLog"],
+  "kubeloop/testing/cluster": ["isProcessAlive"],
+  "kubeloop/testing/faults": ["isProcessAlive"],
+  "kubeloop/testing/servers": ["isProcessAlive"],
 };
+
+/** The entry points that took names from `kubeloop/testing` in 0.2 (its aliases of them go in 0.3). */
+const MOVED_FROM_TESTING = [
+  "kubeloop/testing/assets",
+  "kubeloop/testing/cluster",
+  "kubeloop/testing/faults",
+  "kubeloop/testing/servers",
+];
 
 describe("entry points", () => {
   it.each(Object.entries(INTERNAL))("%s does not export its layer's internal names", async (entry, names) => {
@@ -19,7 +31,7 @@ describe("entry points", () => {
 
   it("refuses a deep import of a layer's internal.ts", () => {
     // Node itself, as a user's program resolves (vitest's resolver is more lenient).
-    for (const layer of ["client", "resources", "webhook", "testing"]) {
+    for (const layer of ["client", "resources", "webhook", "testing", "testing/assets"]) {
       const run = spawnSync(
         process.execPath,
         ["--input-type=module", "-e", `await import("kubeloop/dist/${layer}/internal.js")`],
@@ -29,6 +41,34 @@ describe("entry points", () => {
       );
       expect(run.status).not.toBe(0);
       expect(run.stderr).toContain("ERR_PACKAGE_PATH_NOT_EXPORTED");
+    }
+  });
+
+  it("maps every export of package.json to a module that loads", async () => {
+    const { exports } = (await import("kubeloop/package.json", { with: { type: "json" } })).default;
+    const entries = Object.keys(exports)
+      .filter((subpath) => subpath !== "./package.json")
+      .map((subpath) => (subpath === "." ? "kubeloop" : `kubeloop/${subpath.slice(2)}`));
+    expect(entries).toEqual(expect.arrayContaining(MOVED_FROM_TESTING));
+    for (const entry of entries) expect(Object.keys(await import(entry)).length, entry).toBeGreaterThan(0);
+  });
+
+  it.each(MOVED_FROM_TESTING)("kubeloop/testing's deprecated aliases are %s's own values", async (entry) => {
+    const testing: Record<string, unknown> = await import("kubeloop/testing");
+    const moved: Record<string, unknown> = await import(entry);
+    const aliased = Object.keys(moved).filter((name) => name in testing);
+    expect(aliased.length).toBeGreaterThan(0);
+    // The same class, not a copy: a PostgresServerError caught by either import is the same kind.
+    for (const name of aliased) expect(testing[name], name).toBe(moved[name]);
+  });
+
+  it("keeps the moved entry points apart: no name is exported by two of them", async () => {
+    const seen = new Map<string, string>();
+    for (const entry of MOVED_FROM_TESTING) {
+      for (const name of Object.keys(await import(entry))) {
+        expect(seen.get(name), `${name} in ${entry}`).toBeUndefined();
+        seen.set(name, entry);
+      }
     }
   });
 });

@@ -1,4 +1,4 @@
-import { ensureAssets } from "../src/testing/index.js";
+import { ensureAssets } from "../src/testing/assets/index.js";
 
 /**
  * Builds the control-plane binaries once before any test file runs (a no-op when cached), so no

@@ -1,13 +1,17 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { aggregatedApiAccess, aggregatedApiService, apiService } from "../src/testing/aggregated-api.js";
 import { goEnv } from "../src/testing/assets/go.js";
 import { defaultAssetsRoot } from "../src/testing/assets/index.js";
 import { singleBinaryImage } from "../src/testing/control-plane/node-images.js";
 import type { ControlPlane } from "../src/testing/control-plane.js";
 import { kubectl } from "../src/testing/kubectl.js";
 import { CertificateAuthority } from "../src/testing/pki.js";
+import {
+  aggregatedApiAccess,
+  aggregatedApiService,
+  apiService,
+} from "../src/testing/servers/aggregated-api.js";
 import { pollUntil } from "../src/util/index.js";
 
 /** The metrics-server release the HPA tests run, built from its Go module. */

@@ -5,7 +5,7 @@ import { loadConfig } from "../client/config.js";
 import { ConnectionError } from "../client/errors.js";
 import { ConfigMap } from "../k8s/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
+import { type FaultProxy, startFaultProxy } from "../testing/faults/fault-proxy.js";
 import { Informer } from "./informer.js";
 import { DEFAULT_WATCH_INACTIVITY_MS } from "./reflector.js";
 

@@ -7,7 +7,7 @@ import { Forbidden } from "../client/errors.js";
 import type { KubeObject } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { type FaultProxy, startFaultProxy } from "../testing/fault-proxy.js";
+import { type FaultProxy, startFaultProxy } from "../testing/faults/fault-proxy.js";
 import { sleep } from "../util/index.js";
 import { Informer } from "./informer.js";
 import { InformerRegistry } from "./registry.js";

@@ -12,7 +12,7 @@ import {
   readBuildInfo,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
-} from "../testing/index.js";
+} from "../testing/assets/index.js";
 import { CliError } from "./errors.js";
 import { printUsage } from "./usage.js";
 

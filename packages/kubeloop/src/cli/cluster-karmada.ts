@@ -1,5 +1,7 @@
 import { join } from "node:path";
-import { type BinaryName, KarmadaPlane, type Profile } from "../testing/index.js";
+import type { BinaryName } from "../testing/assets/index.js";
+import type { Profile } from "../testing/index.js";
+import { KarmadaPlane } from "../testing/servers/index.js";
 import { CliError } from "./errors.js";
 
 /**

@@ -4,13 +4,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Client } from "../client/index.js";
-import {
-  type BinaryName,
-  ControlPlane,
-  defaultAssetsRoot,
-  ensureAssets,
-  type Profile,
-} from "../testing/index.js";
+import { type BinaryName, defaultAssetsRoot, ensureAssets } from "../testing/assets/index.js";
+import { ControlPlane, type Profile } from "../testing/index.js";
 import { baseImage, importImage, isProcessAlive, REAL_NODE_BINARIES } from "../testing/internal.js";
 import { sleep } from "../util/index.js";
 import {

@@ -11,7 +11,7 @@ import { controller } from "../controller/builder.js";
 import { ConfigMap } from "../k8s/index.js";
 import { Manager } from "../manager/manager.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { PrometheusServer, promtool } from "../testing/prometheus.js";
+import { PrometheusServer, promtool } from "../testing/servers/prometheus.js";
 import { metricsReaderRole, metricsRoles } from "./manifests.js";
 import { alertRules, dashboard } from "./monitoring.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { developerShell } from "../../test/shell.js";
-import { defaultAssetsRoot } from "../testing/index.js";
+import { defaultAssetsRoot } from "../testing/assets/index.js";
 
 // What npm would publish, as a user gets it: `npm pack` of kubeloop and create-kubeloop, installed
 // by their tarball files into a clean project outside the workspace (their dependencies from the

@@ -17,7 +17,7 @@ import { until as pollFor } from "../../test/helpers.js";
 import { type NpmRegistry, packAt, startNpmRegistry } from "../../test/npm-registry.js";
 import { processesMentioning } from "../../test/processes.js";
 import { developerShell } from "../../test/shell.js";
-import { defaultAssetsRoot } from "../testing/index.js";
+import { defaultAssetsRoot } from "../testing/assets/index.js";
 import { kubectl } from "../testing/kubectl.js";
 import { readLayout } from "./image/index.js";
 import { KUBELOOP_VERSION } from "./scaffold/versions.js";

@@ -7,7 +7,7 @@ import { rejection } from "../../test/helpers.js";
 import { ConfigMap } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
-import { startTunnelProxy, type TunnelProxy } from "../testing/proxy.js";
+import { startTunnelProxy, type TunnelProxy } from "../testing/servers/proxy.js";
 import { Client } from "./client.js";
 import { loadConfig } from "./config.js";
 import { Unauthorized } from "./errors.js";

@@ -3,7 +3,7 @@ import { parse, stringify } from "yaml";
 import { namespaces, rejection } from "../../test/helpers.js";
 import { ConfigMap } from "../k8s/index.js";
 import { ControlPlane } from "../testing/control-plane.js";
-import { startTunnelProxy } from "../testing/proxy.js";
+import { startTunnelProxy } from "../testing/servers/proxy.js";
 import { Client } from "./client.js";
 import { ConnectionError } from "./errors.js";
 

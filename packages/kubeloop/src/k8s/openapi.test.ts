@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlane, stopPlane } from "../../test/helpers.js";
 import { capture, captureFile, serialize } from "../cli/typegen/capture.js";
 import type { Client } from "../client/index.js";
+import { KUBERNETES_VERSION } from "../testing/assets/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { KUBERNETES_VERSION } from "../testing/index.js";
 
 let plane: ControlPlane;
 let client: Client;

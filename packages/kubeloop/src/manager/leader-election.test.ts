@@ -7,7 +7,7 @@ import { Forbidden } from "../client/errors.js";
 import { Lease as LeaseType, Role, RoleBinding } from "../k8s/index.js";
 import { microTime } from "../resources/events.js";
 import type { ControlPlane } from "../testing/control-plane.js";
-import { startFaultProxy } from "../testing/fault-proxy.js";
+import { startFaultProxy } from "../testing/faults/fault-proxy.js";
 import { sleep } from "../util/index.js";
 import {
   DEFAULT_LEASE_DURATION_MS,

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonpath, kubectlOn } from "../../test/plane-kubectl.js";
 import { pollUntil } from "../util/index.js";
 import { defaultAssetsRoot } from "./assets/index.js";
+import { runPod } from "./cluster/index.js";
 import { ControlPlane } from "./control-plane.js";
-import { runPod } from "./kubectl.js";
 
 // The node profile, through kubectl as a user would drive it: real containers on a real kubelet.
 describe("ControlPlane, node profile", () => {

@@ -3,10 +3,7 @@
  * the user can do about it.
  */
 
-/** A control-plane binary is missing, cannot be built, or is not runnable. */
-export class AssetsError extends Error {
-  override readonly name = "AssetsError";
-}
+export { AssetsError, quoteLog } from "./assets/errors.js";
 
 /** A control plane could not start, or a component failed while it ran. */
 export class ControlPlaneError extends Error {
@@ -21,10 +18,4 @@ export class ControlPlaneError extends Error {
     this.component = options.component;
     this.logTail = options.logTail;
   }
-}
-
-/** Indents a block of log lines under a message, so it reads as evidence. */
-export function quoteLog(tail: string): string {
-  const lines = tail.trimEnd().split("\n");
-  return lines.map((line) => `    | ${line}`).join("\n");
 }

@@ -1,6 +1,14 @@
 /**
- * `kubeloop/testing`: a real Kubernetes control plane for tests, demos and local runs, built from
- * pinned Go modules and cached outside the project.
+ * `kubeloop/testing`: what an operator's tests import. A real Kubernetes API server (etcd and
+ * kube-apiserver, with kwok's fake nodes or real kubelets when pods matter) from pinned binaries
+ * cached outside the project; the in-memory API server and the reconcile harness for unit tests;
+ * CRD install, waits, kubectl, a fake clock, local webhook serving, and the operator as a process.
+ *
+ * The rest of the test kit has entry points of its own: `kubeloop/testing/cluster` (the operator
+ * deployed into a plane with real nodes), `kubeloop/testing/faults` (chaos on real pods and nodes, a
+ * fault proxy), `kubeloop/testing/servers` (PostgreSQL, Prometheus, OLM, Karmada, a forward proxy)
+ * and `kubeloop/testing/assets` (the binaries). The names they took from this entry point are still
+ * here, deprecated, until 0.3 (moved.ts).
  *
  * @example
  * ```ts
@@ -14,57 +22,6 @@
 
 export { type PollOptions, PollTimeoutError, pollUntil } from "../util/index.js";
 export {
-  type AssetSourcePolicy,
-  type AssetSources,
-  type BinaryName,
-  type BuildInfo,
-  type BuildOptions,
-  buildComponent,
-  COMPONENTS,
-  type ComponentName,
-  componentsFor,
-  DownloadError,
-  defaultAssetsRoot,
-  type EnsureAssetsOptions,
-  ETCD_VERSION,
-  ensureAssets,
-  KARMADA_VERSION,
-  KUBERNETES_VERSION,
-  KUBERNETES_VERSION_ENV,
-  KWOK_VERSION,
-  locateBinary,
-  MIRROR_ENV,
-  type ObtainOptions,
-  OLDEST_KUBERNETES_VERSION,
-  obtainComponent,
-  type PackOptions,
-  type PackResult,
-  packAssets,
-  type ResolvedAssets,
-  readBuildInfo,
-  resolveKubernetesVersion,
-  SOURCE_ENV,
-  SUPPORTED_KUBERNETES_VERSIONS,
-} from "./assets/index.js";
-export {
-  ChaosError,
-  type ChaosPlane,
-  type ContainerKillFault,
-  type CutDirection,
-  cutNetwork,
-  deletePod,
-  type Fault,
-  type FaultKind,
-  fillVolume,
-  killContainer,
-  type PodDeleteFault,
-  type PodTarget,
-  type Recovery,
-  type RecoveryOptions,
-  stopNode,
-  type VolumeFillFault,
-} from "./chaos/index.js";
-export {
   type AuditRecord,
   type BaseImageName,
   type ComponentInfo,
@@ -75,29 +32,8 @@ export {
 } from "./control-plane.js";
 export { type CrdObject, readCrds, readManifests } from "./crds.js";
 export { AssetsError, ControlPlaneError } from "./errors.js";
-export {
-  type FaultProxy,
-  type FaultProxyOptions,
-  type FaultProxyStats,
-  startFaultProxy,
-} from "./fault-proxy.js";
 export { JumpClock } from "./jump-clock.js";
-export {
-  KARMADA_REGION_LABEL,
-  type KarmadaComponentName,
-  type KarmadaMember,
-  type KarmadaMemberOptions,
-  KarmadaPlane,
-  type KarmadaPlaneOptions,
-} from "./karmada/index.js";
-export {
-  type KubectlOptions,
-  type KubectlResult,
-  kubectl,
-  type PodRun,
-  type RunPodOptions,
-  runPod,
-} from "./kubectl.js";
+export { type KubectlOptions, type KubectlResult, kubectl } from "./kubectl.js";
 export {
   composeKwokStages,
   type KwokStage,
@@ -122,20 +58,8 @@ export {
   validate,
   type WebhookLike,
 } from "./memory/index.js";
-export {
-  type CatalogBundle,
-  type CatalogOptions,
-  catalogImage,
-  installOlm,
-  type OlmInstall,
-  type OlmPlane,
-  olmAssets,
-  olmImage,
-  publishCatalog,
-  pushToPlaneRegistry,
-  renderCatalog,
-} from "./olm/index.js";
-export { OperatorE2e, type OperatorE2eOptions } from "./operator-e2e.js";
+// biome-ignore lint/performance/noReExportAll: moved.ts holds only the deprecated aliases of 0.1's names, which go whole in 0.3.
+export * from "./moved.js";
 export {
   freePort,
   killOperators,
@@ -147,29 +71,3 @@ export {
   stopOperators,
 } from "./operator-process.js";
 export { CertificateAuthority } from "./pki.js";
-export {
-  locatePostgres,
-  POSTGRES_BIN_ENV,
-  POSTGRES_BINARIES,
-  PostgresServer,
-  PostgresServerError,
-  type PostgresServerOptions,
-} from "./postgres.js";
-export {
-  findPrometheusBinary,
-  type PrometheusAlert,
-  PrometheusError,
-  type PrometheusSample,
-  PrometheusServer,
-  type PrometheusServerOptions,
-  type PromtoolResult,
-  promtool,
-} from "./prometheus.js";
-export {
-  type AdapterOptions,
-  type AdapterPlane,
-  installPrometheusAdapter,
-  PROMETHEUS_ADAPTER_VERSION,
-  prometheusAdapterBinary,
-} from "./prometheus-adapter.js";
-export { startTunnelProxy, type TunnelProxy, type TunnelProxyOptions } from "./proxy.js";

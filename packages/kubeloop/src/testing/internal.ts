@@ -4,6 +4,6 @@
  * (docs/architecture.md).
  */
 
+export { isProcessAlive } from "./assets/lock.js";
 export { REAL_NODE_BINARIES } from "./control-plane/node-host.js";
 export { baseImage, importImage } from "./control-plane/node-images.js";
-export { isProcessAlive } from "./process.js";

@@ -176,20 +176,6 @@ export class ManagedProcess {
   }
 }
 
-/**
- * True while a process with this pid exists (EPERM: it exists but belongs to another user).
- *
- * @internal for the CLI.
- */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** What a bind failure looks like in the logs of the servers the test kit runs (Go's, PostgreSQL's). */
 export const PORT_TAKEN = /address already in use|could not bind|could not create any TCP\/IP sockets/i;
 

@@ -21,7 +21,7 @@ export default defineConfig({
 
 export const E2E_TEST = `import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { OperatorE2e } from "kubeloop/testing";
+import { OperatorE2e } from "kubeloop/testing/cluster";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The operator as it ships: its image built by \`kubeloop build\`, loaded into a real node

@@ -15,12 +15,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "../../client/index.js";
 import {
-  ControlPlane,
   ensureAssets,
   locateBinary,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
-} from "../../testing/index.js";
+} from "../../testing/assets/index.js";
+import { ControlPlane } from "../../testing/index.js";
 import type { Schema } from "./emit.js";
 import type { Capture, CapturedResource } from "./model.js";
 

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 import { checkGo, type GoRun, goEnv, openLog, runGo } from "./go.js";
 import { buildKarmada, KARMADA_MODULE, KARMADA_VERSION_ARGS } from "./karmada-build.js";
 import { componentDir, defaultAssetsRoot } from "./locate.js";
@@ -75,7 +75,7 @@ export function isInstalled(root: string, spec: ComponentSpec): boolean {
  *
  * @example
  * ```ts
- * import { COMPONENTS, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing";
+ * import { COMPONENTS, defaultAssetsRoot, readBuildInfo } from "kubeloop/testing/assets";
  *
  * const info = readBuildInfo(defaultAssetsRoot(), COMPONENTS.etcd);
  * if (info?.version !== COMPONENTS.etcd.version) throw new Error("etcd is not built yet: run `npx kubeloop assets build`");

@@ -13,7 +13,7 @@ import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AssetsMirror, startAssetsMirror } from "../../../test/assets-mirror.js";
 import { CertificateAuthority } from "../pki.js";
-import { startTunnelProxy } from "../proxy.js";
+import { startTunnelProxy } from "../servers/proxy.js";
 import { readBuildInfo } from "./build.js";
 import { ensureAssets } from "./index.js";
 import { componentDir, defaultAssetsRoot } from "./locate.js";

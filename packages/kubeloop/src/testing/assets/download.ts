@@ -5,7 +5,7 @@ import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { EnvHttpProxyAgent, fetch } from "undici";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 
 /**
  * HTTP(S) downloads for prebuilt binaries. Proxies come from HTTPS_PROXY / HTTP_PROXY / NO_PROXY

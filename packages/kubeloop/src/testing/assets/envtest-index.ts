@@ -1,5 +1,5 @@
 import { parse } from "yaml";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 
 /**
  * controller-tools' `envtest-releases.yaml`, the index setup-envtest and envtest.DownloadBinaryAssets

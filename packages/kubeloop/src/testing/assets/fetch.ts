@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { AssetsError } from "../errors.js";
 import { type BuildInfo, installFolder, isInstalled, lockComponent, readBuildInfo } from "./build.js";
 import { type DownloadOptions, downloadText, downloadTo } from "./download.js";
+import { AssetsError } from "./errors.js";
 import { componentDir } from "./locate.js";
 import { pullImageBinary } from "./oci.js";
 import { fileIn, readTarGz } from "./tar.js";

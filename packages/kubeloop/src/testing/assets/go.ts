@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
-import { AssetsError, quoteLog } from "../errors.js";
+import { AssetsError, quoteLog } from "./errors.js";
 import { MINIMUM_GO } from "./versions.js";
 
 /**

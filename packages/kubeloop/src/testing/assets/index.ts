@@ -1,4 +1,19 @@
-import { AssetsError } from "../errors.js";
+/**
+ * `kubeloop/testing/assets`: the binaries a control plane runs (etcd, kube-apiserver, kwok, the
+ * node stack, helm, OLM, Karmada), pinned by version, downloaded from upstream's releases and
+ * checked, or built from Go modules, and cached outside the project (`~/.cache/kubeloop`). A
+ * `ControlPlane` gets what it needs by itself: import this to fill the cache ahead of time (CI),
+ * pack it for a machine without network, or find a binary.
+ *
+ * @example
+ * ```ts
+ * import { ensureAssets, KUBERNETES_VERSION } from "kubeloop/testing/assets";
+ *
+ * const { binaries } = await ensureAssets(["etcd", "kube-apiserver"]);
+ * console.assert(binaries["kube-apiserver"]?.includes(KUBERNETES_VERSION));
+ * ```
+ */
+import { AssetsError } from "./errors.js";
 import {
   type AssetSources,
   defaultAssetsRoot,
@@ -15,31 +30,24 @@ import {
   resolveKubernetesVersion,
 } from "./versions.js";
 
-export { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
+export { type BuildInfo, type BuildOptions, buildComponent, readBuildInfo } from "./build.js";
 export { DownloadError } from "./download.js";
+export { AssetsError } from "./errors.js";
 export { MIRROR_ENV } from "./fetch.js";
-export { type AssetSources, defaultAssetsRoot, kwokStagesPath, locateBinary } from "./locate.js";
+export { type AssetSources, defaultAssetsRoot, locateBinary } from "./locate.js";
 export { type AssetSourcePolicy, type ObtainOptions, obtainComponent, SOURCE_ENV } from "./obtain.js";
 export { type PackOptions, type PackResult, packAssets } from "./pack.js";
 export {
   type BinaryName,
   COMPONENTS,
   type ComponentName,
-  type ComponentSpec,
-  componentDirName,
-  componentOf,
   componentsFor,
   ETCD_VERSION,
-  HELM_VERSION,
   KARMADA_VERSION,
   KUBERNETES_VERSION,
   KUBERNETES_VERSION_ENV,
   KWOK_VERSION,
-  MINIMUM_GO,
-  minorOf,
   OLDEST_KUBERNETES_VERSION,
-  OLM_API_VERSION,
-  OLM_VERSION,
   resolveKubernetesVersion,
   SUPPORTED_KUBERNETES_VERSIONS,
 } from "./versions.js";

@@ -2,8 +2,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AssetsError } from "../errors.js";
 import { buildComponent } from "./build.js";
+import { AssetsError } from "./errors.js";
 import { buildKarmada } from "./karmada-build.js";
 import { componentOf, KARMADA_VERSION } from "./versions.js";
 

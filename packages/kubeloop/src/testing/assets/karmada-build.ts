@@ -1,6 +1,6 @@
 import { cpSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 
 /**
  * Karmada's recipe for the asset cache: its four control-plane mains from the release's own module

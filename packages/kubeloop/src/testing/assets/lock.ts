@@ -1,7 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { isProcessAlive } from "../process.js";
 
 /**
  * A cross-process lock for the asset builds: `mkdir` is atomic, so whoever creates the folder holds
@@ -50,5 +49,19 @@ function readHolder(path: string): { pid: number; host: string } | undefined {
     return pid && host ? { pid: Number(pid), host } : undefined;
   } catch {
     return undefined; // Just created, owner not written yet: treat as held.
+  }
+}
+
+/**
+ * True while a process with this pid exists (EPERM: it exists but belongs to another user).
+ *
+ * @internal for the CLI and the control plane's process group.
+ */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }

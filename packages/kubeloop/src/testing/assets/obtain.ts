@@ -1,6 +1,6 @@
-import { AssetsError } from "../errors.js";
 import { type BuildInfo, type BuildOptions, buildComponent, isInstalled, readBuildInfo } from "./build.js";
 import { DownloadError } from "./download.js";
+import { AssetsError } from "./errors.js";
 import { fetchComponent, isDownloadable, MIRROR_ENV } from "./fetch.js";
 import { checkGo, goEnv } from "./go.js";
 import { defaultAssetsRoot } from "./locate.js";
@@ -44,7 +44,7 @@ export function sourcePolicy(requested?: string, env: NodeJS.ProcessEnv = proces
  *
  * @example
  * ```ts
- * import { obtainComponent } from "kubeloop/testing";
+ * import { obtainComponent } from "kubeloop/testing/assets";
  *
  * // In CI with no Go: fetch etcd from a company mirror of upstream's release files.
  * const info = await obtainComponent("etcd", { source: "download", mirror: "https://mirror.example.com/k8s" });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { AssetsError } from "../errors.js";
 import { type DownloadOptions, downloadBuffer } from "./download.js";
+import { AssetsError } from "./errors.js";
 import { fileIn, readTarGz } from "./tar.js";
 import type { Arch, ImageArtifact } from "./upstream.js";
 

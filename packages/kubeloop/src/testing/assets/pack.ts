@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { stringify } from "yaml";
-import { AssetsError } from "../errors.js";
 import { type BuildInfo, isInstalled, readBuildInfo } from "./build.js";
 import { envtestSelfLink, envtestTarballName } from "./envtest-index.js";
+import { AssetsError } from "./errors.js";
 import { componentDir } from "./locate.js";
 import { type TarEntry, writeTarGz } from "./tar.js";
 import {
@@ -64,7 +64,7 @@ export interface PackResult {
  *
  * @example
  * ```ts
- * import { defaultAssetsRoot, packAssets } from "kubeloop/testing";
+ * import { defaultAssetsRoot, packAssets } from "kubeloop/testing/assets";
  *
  * // On a machine with a filled cache: a tree to serve as KUBELOOP_ASSETS_MIRROR for the others.
  * const { files, missing } = packAssets({ root: defaultAssetsRoot(), out: "/srv/kubeloop-mirror", mirror: true });

@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 
 /**
  * Just enough tar for release archives: reading the regular files of a `.tar.gz` (ustar, GNU and

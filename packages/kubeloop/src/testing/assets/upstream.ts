@@ -1,5 +1,5 @@
 import { arch as machineArch } from "node:os";
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 import { type BinaryName, type ComponentSpec, minorOf } from "./versions.js";
 
 /**

@@ -1,4 +1,4 @@
-import { AssetsError } from "../errors.js";
+import { AssetsError } from "./errors.js";
 
 /**
  * The pinned versions of the control-plane binaries kubeloop builds and tests against.

@@ -74,7 +74,8 @@ export async function renderCatalog(options: Omit<CatalogOptions, "ref">): Promi
  *
  * @example
  * ```ts
- * import { ControlPlane, installOlm, publishCatalog } from "kubeloop/testing";
+ * import { ControlPlane } from "kubeloop/testing";
+ * import { installOlm, publishCatalog } from "kubeloop/testing/servers";
  *
  * const plane = await new ControlPlane({ profile: "node", nodes: 1 }).start();
  * await installOlm(plane);

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { pollUntil } from "../../util/index.js";
-import { kubectl } from "../kubectl.js";
+import { pollUntil } from "../../../util/index.js";
+import { kubectl } from "../../kubectl.js";
 import { type OlmPlane, olmAssets, olmImage, pushToPlaneRegistry } from "./images.js";
 
 /** What {@link installOlm} installed. */
@@ -25,7 +25,8 @@ const GLOBAL = "operators";
  *
  * @example
  * ```ts
- * import { ControlPlane, installOlm } from "kubeloop/testing";
+ * import { ControlPlane } from "kubeloop/testing";
+ * import { installOlm } from "kubeloop/testing/servers";
  *
  * const plane = await new ControlPlane({ profile: "node", nodes: 1 }).start();
  * const olm = await installOlm(plane);

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { buildComponent, COMPONENTS, componentDirName, defaultAssetsRoot } from "../assets/index.js";
-import { filesImage } from "../control-plane/node-images.js";
+import { buildComponent, COMPONENTS, defaultAssetsRoot } from "../../assets/index.js";
+import { componentDirName } from "../../assets/internal.js";
+import { filesImage } from "../../control-plane/node-images.js";
 
 /** What OLM's helpers need of a node-profile plane (a `ControlPlane` started with `profile: "node"`). */
 export interface OlmPlane {

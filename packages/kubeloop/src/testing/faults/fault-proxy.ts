@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { sleep, TokenBucket } from "../util/index.js";
+import { sleep, TokenBucket } from "../../util/index.js";
 
 /**
  * A TCP proxy that injects network faults between a client and a server, for reliability tests:
@@ -23,7 +23,8 @@ import { sleep, TokenBucket } from "../util/index.js";
  *
  * @example
  * ```ts
- * import { ControlPlane, startFaultProxy } from "kubeloop/testing";
+ * import { ControlPlane } from "kubeloop/testing";
+ * import { startFaultProxy } from "kubeloop/testing/faults";
  *
  * const plane = await new ControlPlane().start();
  * const proxy = await startFaultProxy({ target: new URL(plane.server) });
@@ -82,7 +83,8 @@ const HIGH_WATER_BYTES = 1 << 20;
  *
  * @example
  * ```ts
- * import { ControlPlane, startFaultProxy } from "kubeloop/testing";
+ * import { ControlPlane } from "kubeloop/testing";
+ * import { startFaultProxy } from "kubeloop/testing/faults";
  *
  * const plane = await new ControlPlane().start();
  * const proxy = await startFaultProxy({ target: new URL(plane.server) });

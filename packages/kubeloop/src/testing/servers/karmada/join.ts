@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { mintServiceAccountToken } from "../control-plane/credentials.js";
-import { ControlPlaneError } from "../errors.js";
-import { AdminHttp } from "../http.js";
+import { mintServiceAccountToken } from "../../control-plane/credentials.js";
+import { ControlPlaneError } from "../../errors.js";
+import { AdminHttp } from "../../http.js";
 import { KARMADA_CLUSTER_NAMESPACE } from "./components.js";
 
 /**

@@ -1,16 +1,16 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { ensureAssets } from "../assets/index.js";
-import type { BinaryName } from "../assets/versions.js";
-import { probe } from "../control-plane/component.js";
-import { ControlPlane } from "../control-plane/control-plane.js";
-import { componentFailure } from "../control-plane/diagnosis.js";
-import type { ComponentInfo } from "../control-plane/options.js";
-import { ControlPlaneError } from "../errors.js";
-import type { AdminHttp } from "../http.js";
-import { freePorts } from "../ports.js";
-import { ProcessGroup, tempDir } from "../process.js";
-import { waitFor } from "../wait.js";
+import { ensureAssets } from "../../assets/index.js";
+import type { BinaryName } from "../../assets/versions.js";
+import { probe } from "../../control-plane/component.js";
+import { ControlPlane } from "../../control-plane/control-plane.js";
+import { componentFailure } from "../../control-plane/diagnosis.js";
+import type { ComponentInfo } from "../../control-plane/options.js";
+import { ControlPlaneError } from "../../errors.js";
+import type { AdminHttp } from "../../http.js";
+import { freePorts } from "../../ports.js";
+import { ProcessGroup, tempDir } from "../../process.js";
+import { waitFor } from "../../wait.js";
 import {
   aggregatedApiObjects,
   answers,
@@ -62,7 +62,8 @@ export interface KarmadaMember {
  *
  * @example
  * ```ts
- * import { KarmadaPlane, kubectl } from "kubeloop/testing";
+ * import { kubectl } from "kubeloop/testing";
+ * import { KarmadaPlane } from "kubeloop/testing/servers";
  *
  * await using fleet = await new KarmadaPlane({
  *   memberProfile: "cluster",

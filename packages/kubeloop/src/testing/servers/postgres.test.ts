@@ -3,9 +3,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../../test/processes.js";
+import { eventually } from "../../../test/processes.js";
+import { isProcessAlive } from "../assets/internal.js";
 import { locatePostgres, POSTGRES_BINARIES, PostgresServer, PostgresServerError } from "./postgres.js";
-import { isProcessAlive } from "./process.js";
 
 let pg: PostgresServer;
 

@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { quoteLog } from "./errors.js";
-import { freePorts } from "./ports.js";
-import { ProcessGroup, tempDir } from "./process.js";
+import { quoteLog } from "../errors.js";
+import { freePorts } from "../ports.js";
+import { ProcessGroup, tempDir } from "../process.js";
 
 /** How a {@link PostgresServer} is set up; every field has a default. */
 export interface PostgresServerOptions {
@@ -99,7 +99,7 @@ function versionedDirs(parent: string, path: (name: string) => string, pattern =
  *
  * @example
  * ```ts
- * import { PostgresServer } from "kubeloop/testing";
+ * import { PostgresServer } from "kubeloop/testing/servers";
  *
  * const pg = await new PostgresServer().start();
  * try {

@@ -2,13 +2,13 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { pollUntil } from "../util/index.js";
+import { pollUntil } from "../../util/index.js";
+import { goEnv } from "../assets/go.js";
+import { defaultAssetsRoot } from "../assets/index.js";
+import { singleBinaryImage } from "../control-plane/node-images.js";
+import { kubectl } from "../kubectl.js";
+import { CertificateAuthority } from "../pki.js";
 import { aggregatedApiAccess, aggregatedApiService, apiService } from "./aggregated-api.js";
-import { goEnv } from "./assets/go.js";
-import { defaultAssetsRoot } from "./assets/index.js";
-import { singleBinaryImage } from "./control-plane/node-images.js";
-import { kubectl } from "./kubectl.js";
-import { CertificateAuthority } from "./pki.js";
 
 /** The prometheus-adapter release {@link installPrometheusAdapter} runs, built from its Go module. */
 export const PROMETHEUS_ADAPTER_VERSION = "v0.12.0";
@@ -74,7 +74,8 @@ export interface AdapterOptions {
  *
  * @example
  * ```ts
- * import { ControlPlane, installPrometheusAdapter, PrometheusServer } from "kubeloop/testing";
+ * import { ControlPlane } from "kubeloop/testing";
+ * import { installPrometheusAdapter, PrometheusServer } from "kubeloop/testing/servers";
  *
  * const plane = await new ControlPlane({ profile: "node", nodes: 1 }).start();
  * // Pods reach this machine on the plane's host address (the registry's).

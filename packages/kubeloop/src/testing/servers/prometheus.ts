@@ -2,8 +2,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { stringify } from "yaml";
-import { freePorts } from "./ports.js";
-import { type ManagedProcess, ProcessGroup, tempDir } from "./process.js";
+import { freePorts } from "../ports.js";
+import { type ManagedProcess, ProcessGroup, tempDir } from "../process.js";
 
 /** Prometheus' binaries are missing, or the server could not start. */
 export class PrometheusError extends Error {
@@ -95,7 +95,7 @@ export interface PrometheusSample {
  *
  * @example
  * ```ts
- * import { PrometheusServer, promtool } from "kubeloop/testing";
+ * import { PrometheusServer, promtool } from "kubeloop/testing/servers";
  *
  * expect(promtool(["check", "rules", "alerts.yaml"]).code).toBe(0);
  * const prometheus = await new PrometheusServer({

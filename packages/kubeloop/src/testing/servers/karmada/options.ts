@@ -1,5 +1,5 @@
-import type { EnsureAssetsOptions } from "../assets/index.js";
-import type { Profile } from "../control-plane/options.js";
+import type { EnsureAssetsOptions } from "../../assets/index.js";
+import type { Profile } from "../../control-plane/options.js";
 
 /** A member cluster of a {@link KarmadaPlaneOptions}: a kubeloop control plane joined in push mode. */
 export interface KarmadaMemberOptions {

@@ -1,8 +1,8 @@
 import { once } from "node:events";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../../test/helpers.js";
-import { sleep } from "../util/index.js";
+import { until } from "../../../test/helpers.js";
+import { sleep } from "../../util/index.js";
 import { type FaultProxy, startFaultProxy } from "./fault-proxy.js";
 
 // The proxy is pure TCP: an echo server is the real peer that shows what passes and what does not.

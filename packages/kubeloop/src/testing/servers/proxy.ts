@@ -9,7 +9,7 @@ import { connect, createServer, type Socket } from "node:net";
  *
  * @example
  * ```ts
- * import { startTunnelProxy } from "kubeloop/testing";
+ * import { startTunnelProxy } from "kubeloop/testing/servers";
  *
  * const proxy = await startTunnelProxy({ hosts: { "api.internal": "127.0.0.1" } });
  * // kubeconfig: clusters[].cluster.proxy-url: proxy.httpUrl (or proxy.socks5Url)
@@ -53,7 +53,7 @@ export interface TunnelProxyOptions {
  *
  * @example
  * ```ts
- * import { startTunnelProxy } from "kubeloop/testing";
+ * import { startTunnelProxy } from "kubeloop/testing/servers";
  *
  * const proxy = await startTunnelProxy({
  *   hosts: { "api.internal": "127.0.0.1" }, // a name only the proxy resolves: no way around it

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get as httpsGet } from "node:https";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { CertificateAuthority } from "../pki.js";
+import { CertificateAuthority } from "../../pki.js";
 
 /**
  * Karmada's four processes as the plane runs them on loopback: their flags (upstream's

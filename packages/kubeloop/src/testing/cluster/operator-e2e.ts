@@ -3,9 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { pollUntil } from "../util/index.js";
-import { ControlPlane } from "./control-plane.js";
-import { type KubectlResult, kubectl, runPod } from "./kubectl.js";
+import { pollUntil } from "../../util/index.js";
+import { ControlPlane } from "../control-plane.js";
+import { type KubectlResult, kubectl } from "../kubectl.js";
+import { runPod } from "./run-pod.js";
 
 const execFileAsync = promisify(execFile);
 

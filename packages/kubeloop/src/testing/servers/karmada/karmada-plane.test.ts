@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ControlPlaneError } from "../errors.js";
+import { ControlPlaneError } from "../../errors.js";
 import { KarmadaPlane } from "./karmada-plane.js";
 
 // The plane's bad input is refused before anything starts; starting it is the nginx example's
