@@ -244,7 +244,7 @@ function platform(): string {
 
 /** kubeloop's CLI, the one this module ships with. */
 function cliPath(): string {
-  // dist/testing/operator-e2e.js → dist/cli/main.js; from the sources, the package's built CLI.
+  // dist/testing/cluster/operator-e2e.js → dist/cli/main.js; from the sources, the package's built CLI.
   for (let dir = import.meta.dirname; dir !== dirname(dir); dir = dirname(dir)) {
     const candidate = join(dir, "dist/cli/main.js");
     if (existsSync(join(dir, "package.json")) && existsSync(candidate)) return candidate;

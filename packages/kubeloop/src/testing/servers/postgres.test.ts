@@ -64,7 +64,7 @@ describe("PostgresServer", () => {
 
 /** A separate Node process that owns a server; resolves once it is up. */
 async function holdServer(mode: "throw" | "wait") {
-  const holder = join(import.meta.dirname, "../../test/scripts/hold-postgres.mjs");
+  const holder = join(import.meta.dirname, "../../../test/scripts/hold-postgres.mjs");
   const child = spawn(process.execPath, [holder, mode], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
