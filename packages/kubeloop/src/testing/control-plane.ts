@@ -3,7 +3,8 @@
  * control-plane/: one module per component (etcd.ts, kube-apiserver.ts, kube-controller-manager.ts,
  * kube-scheduler.ts, kwok.ts), the plane's certificates and kubeconfigs (credentials.ts), the
  * binary diagnosis (diagnosis.ts), etcd compaction (compaction.ts), the hardened settings
- * (hardened.ts), the options (options.ts), and the class that composes them (control-plane.ts).
+ * (hardened.ts), the options (options.ts), the plane's folder, process group and node network
+ * (plane-folder.ts), and the class that composes them (control-plane.ts).
  */
 export { ControlPlane } from "./control-plane/control-plane.js";
 export type { AuditRecord } from "./control-plane/hardened.js";

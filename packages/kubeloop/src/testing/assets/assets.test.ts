@@ -2,10 +2,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildComponent, parseGoMod, readBuildInfo } from "./build.js";
+import { buildComponent, readBuildInfo } from "./build.js";
 import { compareVersions } from "./go.js";
 import { defaultAssetsRoot, locateBinary } from "./locate.js";
 import { acquireLock } from "./lock.js";
+import { parseGoMod } from "./recipes.js";
 import {
   COMPONENTS,
   componentOf,

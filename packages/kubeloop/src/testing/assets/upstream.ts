@@ -1,6 +1,6 @@
 import { arch as machineArch } from "node:os";
 import { AssetsError } from "./errors.js";
-import { type BinaryName, type ComponentSpec, minorOf } from "./versions.js";
+import { type BinaryName, type ComponentName, type ComponentSpec, minorOf } from "./versions.js";
 
 /**
  * Where upstream publishes each component as a prebuilt binary, and the checksum it publishes
@@ -66,117 +66,116 @@ const GITHUB = "https://github.com";
  */
 const PAUSE_TAGS: Readonly<Record<string, string>> = { "1.36": "3.10.2" };
 
+/** How one component's release is published: its artifacts for a version, or none to check. */
+type Release = (v: string, arch: Arch, spec: ComponentSpec) => Artifact[] | undefined;
+
+/** Per component with checkable upstream releases, where they are and how they are checked. */
+const RELEASES: Partial<Record<ComponentName, Release>> = {
+  kubernetes: (v, arch, spec) => spec.binaries.map((binary) => kubernetesBinary(v, arch, binary)),
+  "kubernetes-node": (v, arch) => {
+    const tag = PAUSE_TAGS[minorOf(v)];
+    if (!tag) return undefined;
+    return [
+      kubernetesBinary(v, arch, "kubelet"),
+      kubernetesBinary(v, arch, "kube-proxy"),
+      {
+        kind: "image",
+        repository: "https://registry.k8s.io/v2/pause",
+        tag,
+        binary: "pause",
+        path: "pause",
+      },
+    ];
+  },
+  kwok: (v, arch) => {
+    // kwok's hack/releases.sh uploads bare `kwok-linux-<arch>` binaries and hack/manifests.sh the
+    // `stage-fast.yaml` it builds from kustomize/stage/fast, with no checksum file: the check is the
+    // SHA-256 GitHub records for each release asset (the release API's `digest`).
+    const base = `${GITHUB}/kubernetes-sigs/kwok/releases/download/v${v}`;
+    const api = `https://api.github.com/repos/kubernetes-sigs/kwok/releases/tags/v${v}`;
+    const github = {
+      kind: "file",
+      checksumUrl: api,
+      algorithm: "sha256",
+      checksumFormat: "github",
+    } as const;
+    return [
+      { ...github, url: `${base}/kwok-linux-${arch}`, members: { kwok: "" } },
+      { ...github, url: `${base}/stage-fast.yaml`, members: {}, saveAs: "stages.yaml" },
+    ];
+  },
+  // etcd's scripts/build-binary.sh packs etcd-v<ver>-linux-<arch>/ into a .tar.gz, and
+  // scripts/release.sh writes SHA256SUMS (`shasum -a 256`) over every asset and uploads it.
+  etcd: (v, arch) => [
+    sums(
+      `${GITHUB}/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${arch}.tar.gz`,
+      `${GITHUB}/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`,
+      { etcd: `etcd-v${v}-linux-${arch}/etcd` },
+    ),
+  ],
+  // containerd's Makefile, `release` target: `tar -czf containerd-<ver>-linux-<arch>.tar.gz -C … bin`
+  // and `sha256sum … > ….tar.gz.sha256sum`; .github/workflows/release.yml uploads both.
+  containerd: (v, arch) => [
+    sums(
+      `${GITHUB}/containerd/containerd/releases/download/v${v}/containerd-${v}-linux-${arch}.tar.gz`,
+      `${GITHUB}/containerd/containerd/releases/download/v${v}/containerd-${v}-linux-${arch}.tar.gz.sha256sum`,
+      {
+        containerd: "bin/containerd",
+        "containerd-shim-runc-v2": "bin/containerd-shim-runc-v2",
+        ctr: "bin/ctr",
+      },
+    ),
+  ],
+  // runc's script/release_build.sh: bare `runc.<arch>` binaries, hashed into `runc.sha256sum`.
+  runc: (v, arch) => [
+    sums(
+      `${GITHUB}/opencontainers/runc/releases/download/v${v}/runc.${arch}`,
+      `${GITHUB}/opencontainers/runc/releases/download/v${v}/runc.sha256sum`,
+      { runc: "" },
+    ),
+  ],
+  "cni-plugins": (v, arch, spec) => {
+    // containernetworking/plugins .github/workflows/release.yaml: `tar cfzpv` of the plugins
+    // (entries `./ptp`, …) and `sha256sum … | tee ….tgz.sha256`.
+    const base = `${GITHUB}/containernetworking/plugins/releases/download/v${v}/cni-plugins-linux-${arch}-v${v}.tgz`;
+    const members = Object.fromEntries(spec.binaries.map((binary) => [binary, `./${binary}`]));
+    return [sums(base, `${base}.sha256`, members)];
+  },
+  coredns: (v, arch) => {
+    // coredns's Makefile.release: `tar -zcf coredns_<ver>_linux_<arch>.tgz -C … coredns` and
+    // `sha256sum $asset > $asset.sha256`.
+    const base = `${GITHUB}/coredns/coredns/releases/download/v${v}/coredns_${v}_linux_${arch}.tgz`;
+    return [sums(base, `${base}.sha256`, { coredns: "coredns" })];
+  },
+  registry: (v, arch) => {
+    // distribution's Dockerfile (releaser stage): `registry_<ver>_linux_<arch>.tar.gz` holding
+    // registry, README.md and LICENSE, and a `.sha256` with the bare hash (`awk '{ print $1 }'`).
+    const base = `${GITHUB}/distribution/distribution/releases/download/v${v}/registry_${v}_linux_${arch}.tar.gz`;
+    return [
+      {
+        kind: "file",
+        url: base,
+        checksumUrl: `${base}.sha256`,
+        algorithm: "sha256",
+        checksumFormat: "hex",
+        members: { registry: "registry" },
+      },
+    ];
+  },
+  helm: (v, arch) => {
+    // helm's Makefile (dist, checksum targets): get.helm.sh/helm-v<ver>-linux-<arch>.tar.gz
+    // (linux-<arch>/helm) with `.sha256sum` (`<hash>  <file>`) beside it.
+    const base = `https://get.helm.sh/helm-v${v}-linux-${arch}.tar.gz`;
+    return [sums(base, `${base}.sha256sum`, { helm: `linux-${arch}/helm` })];
+  },
+};
+
 /**
  * The artifacts to fetch for a component on `arch`, or undefined when upstream publishes none that
  * can be checked (see the list above): those components keep their Go build.
  */
 export function artifactsFor(spec: ComponentSpec, arch: Arch): Artifact[] | undefined {
-  const v = spec.version;
-  switch (spec.name) {
-    case "kubernetes":
-      return spec.binaries.map((binary) => kubernetesBinary(v, arch, binary));
-    case "kubernetes-node": {
-      const tag = PAUSE_TAGS[minorOf(v)];
-      if (!tag) return undefined;
-      return [
-        kubernetesBinary(v, arch, "kubelet"),
-        kubernetesBinary(v, arch, "kube-proxy"),
-        {
-          kind: "image",
-          repository: "https://registry.k8s.io/v2/pause",
-          tag,
-          binary: "pause",
-          path: "pause",
-        },
-      ];
-    }
-    case "kwok": {
-      // kwok's hack/releases.sh uploads bare `kwok-linux-<arch>` binaries and hack/manifests.sh the
-      // `stage-fast.yaml` it builds from kustomize/stage/fast, with no checksum file: the check is the
-      // SHA-256 GitHub records for each release asset (the release API's `digest`).
-      const base = `${GITHUB}/kubernetes-sigs/kwok/releases/download/v${v}`;
-      const api = `https://api.github.com/repos/kubernetes-sigs/kwok/releases/tags/v${v}`;
-      const github = {
-        kind: "file",
-        checksumUrl: api,
-        algorithm: "sha256",
-        checksumFormat: "github",
-      } as const;
-      return [
-        { ...github, url: `${base}/kwok-linux-${arch}`, members: { kwok: "" } },
-        { ...github, url: `${base}/stage-fast.yaml`, members: {}, saveAs: "stages.yaml" },
-      ];
-    }
-    case "etcd":
-      // etcd's scripts/build-binary.sh packs etcd-v<ver>-linux-<arch>/ into a .tar.gz, and
-      // scripts/release.sh writes SHA256SUMS (`shasum -a 256`) over every asset and uploads it.
-      return [
-        sums(
-          `${GITHUB}/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${arch}.tar.gz`,
-          `${GITHUB}/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`,
-          { etcd: `etcd-v${v}-linux-${arch}/etcd` },
-        ),
-      ];
-    case "containerd":
-      // containerd's Makefile, `release` target: `tar -czf containerd-<ver>-linux-<arch>.tar.gz -C … bin`
-      // and `sha256sum … > ….tar.gz.sha256sum`; .github/workflows/release.yml uploads both.
-      return [
-        sums(
-          `${GITHUB}/containerd/containerd/releases/download/v${v}/containerd-${v}-linux-${arch}.tar.gz`,
-          `${GITHUB}/containerd/containerd/releases/download/v${v}/containerd-${v}-linux-${arch}.tar.gz.sha256sum`,
-          {
-            containerd: "bin/containerd",
-            "containerd-shim-runc-v2": "bin/containerd-shim-runc-v2",
-            ctr: "bin/ctr",
-          },
-        ),
-      ];
-    case "runc":
-      // runc's script/release_build.sh: bare `runc.<arch>` binaries, hashed into `runc.sha256sum`.
-      return [
-        sums(
-          `${GITHUB}/opencontainers/runc/releases/download/v${v}/runc.${arch}`,
-          `${GITHUB}/opencontainers/runc/releases/download/v${v}/runc.sha256sum`,
-          { runc: "" },
-        ),
-      ];
-    case "cni-plugins": {
-      // containernetworking/plugins .github/workflows/release.yaml: `tar cfzpv` of the plugins
-      // (entries `./ptp`, …) and `sha256sum … | tee ….tgz.sha256`.
-      const base = `${GITHUB}/containernetworking/plugins/releases/download/v${v}/cni-plugins-linux-${arch}-v${v}.tgz`;
-      const members = Object.fromEntries(spec.binaries.map((binary) => [binary, `./${binary}`]));
-      return [sums(base, `${base}.sha256`, members)];
-    }
-    case "coredns": {
-      // coredns's Makefile.release: `tar -zcf coredns_<ver>_linux_<arch>.tgz -C … coredns` and
-      // `sha256sum $asset > $asset.sha256`.
-      const base = `${GITHUB}/coredns/coredns/releases/download/v${v}/coredns_${v}_linux_${arch}.tgz`;
-      return [sums(base, `${base}.sha256`, { coredns: "coredns" })];
-    }
-    case "registry": {
-      // distribution's Dockerfile (releaser stage): `registry_<ver>_linux_<arch>.tar.gz` holding
-      // registry, README.md and LICENSE, and a `.sha256` with the bare hash (`awk '{ print $1 }'`).
-      const base = `${GITHUB}/distribution/distribution/releases/download/v${v}/registry_${v}_linux_${arch}.tar.gz`;
-      return [
-        {
-          kind: "file",
-          url: base,
-          checksumUrl: `${base}.sha256`,
-          algorithm: "sha256",
-          checksumFormat: "hex",
-          members: { registry: "registry" },
-        },
-      ];
-    }
-    case "helm": {
-      // helm's Makefile (dist, checksum targets): get.helm.sh/helm-v<ver>-linux-<arch>.tar.gz
-      // (linux-<arch>/helm) with `.sha256sum` (`<hash>  <file>`) beside it.
-      const base = `https://get.helm.sh/helm-v${v}-linux-${arch}.tar.gz`;
-      return [sums(base, `${base}.sha256sum`, { helm: `linux-${arch}/helm` })];
-    }
-    default:
-      return undefined;
-  }
+  return RELEASES[spec.name]?.(spec.version, arch, spec);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defaultAssetsRoot, ensureAssets, resolveKubernetesVersion } from "../assets/index.js";
 import type { BinaryName } from "../assets/versions.js";
@@ -7,7 +7,6 @@ import { ControlPlaneError } from "../errors.js";
 import { AdminHttp } from "../http.js";
 import { validatePodBehaviours } from "../kwok-stages.js";
 import { freePorts } from "../ports.js";
-import { ProcessGroup, tempDir } from "../process.js";
 import { compactEtcd } from "./compaction.js";
 import type { Component, ComponentName, StartContext } from "./component.js";
 import { CoreDns } from "./coredns.js";
@@ -23,14 +22,7 @@ import { RealNode } from "./node.js";
 import { PAUSE_IMAGE } from "./node-configs.js";
 import { checkRealNodeHost, REAL_NODE_BINARIES, STORAGE_CLASS } from "./node-host.js";
 import { type BaseImageName, baseImage, importImage, pauseImage } from "./node-images.js";
-import {
-  createNodeNetwork,
-  createPlaneNetwork,
-  nodeAddresses,
-  type PlaneNetwork,
-  routeBetweenNodes,
-} from "./node-network.js";
-import { runTeardown, TEARDOWN_SCRIPT, writeTeardownScript } from "./node-teardown.js";
+import { nodeAddresses, type PlaneNetwork } from "./node-network.js";
 import {
   type ComponentInfo,
   type ControlPlaneOptions,
@@ -39,35 +31,11 @@ import {
   type Profile,
   type UserCredentials,
 } from "./options.js";
+import { makeNodeNetwork, preparePlaneFolder, type Started, startContext } from "./plane-folder.js";
 import { Registry } from "./registry.js";
 
 /** Port races between parallel workers are rare; three fresh tries make them vanish. */
 const START_ATTEMPTS = 3;
-/** What `stop()` removes from a folder it keeps (the caller's, or one whose start failed): all but logs/. */
-const PLANE_FILES = [
-  "etcd",
-  "pki",
-  "users",
-  "kubeconfig",
-  "admission.yaml",
-  "audit-policy.yaml",
-  "kwok-stages.yaml",
-  "Corefile",
-  "registry",
-  "registry.yaml",
-  "nodes",
-  "tmp",
-  TEARDOWN_SCRIPT,
-];
-
-/** The plane's folder and processes, from `start()` on. */
-interface Started {
-  dir: string;
-  group: ProcessGroup;
-  /** The `node` profile's addresses, made once for every start attempt. */
-  network?: PlaneNetwork;
-}
-
 /** What one start attempt made: its ports, certificates and components. */
 interface Attempt {
   pki: PlanePki;
@@ -217,9 +185,15 @@ export class ControlPlane {
       ...this.options.assets,
       kubernetesVersion: this.kubernetesVersion,
     });
-    const started = this.prepare();
+    const started = preparePlaneFolder({
+      ...(this.options.dir ? { dir: this.options.dir } : {}),
+      profile: this.profile,
+      handleSignals: this.options.handleSignals ?? true,
+      keepLogs: () => this.keepLogs,
+    });
+    this.started = started;
     try {
-      if (this.profile === "node") this.makeNetwork(started);
+      if (this.profile === "node") makeNodeNetwork(started, this.options.nodes ?? DEFAULT_NODES);
       await started.group.startRetryingPortClashes(START_ATTEMPTS, () =>
         this.startOnce(started, assets.binaries, assets.kwokStages),
       );
@@ -438,54 +412,6 @@ export class ControlPlane {
     return base;
   }
 
-  /** The plane's bridge and the nodes' namespaces, and the script that removes them on every exit path. */
-  private makeNetwork(started: Started): void {
-    const network = createPlaneNetwork();
-    started.network = network;
-    const count = this.options.nodes ?? DEFAULT_NODES;
-    // The script first: whatever fails below, stop() and the watchdog undo what was made.
-    writeTeardownScript(
-      started.dir,
-      network,
-      Array.from({ length: count }, (_, i) => nodeAddresses(network, i)),
-    );
-    const nodes = Array.from({ length: count }, (_, i) => createNodeNetwork(network, i));
-    routeBetweenNodes(nodes);
-  }
-
-  /** The folder, and the process group that guards it from now on (exit handlers, watchdog). */
-  private prepare(): Started {
-    const ownsDir = !this.options.dir;
-    // Real nodes see the plane's tmp/ as /tmp, so the plane's own folder cannot be under /tmp.
-    const dir = this.options.dir
-      ? resolve(this.options.dir)
-      : this.profile === "node"
-        ? mkdtempSync(join("/var/tmp", "kubeloop-"))
-        : tempDir("kubeloop-");
-    for (const sub of ["pki", "logs"]) mkdirSync(join(dir, sub), { recursive: true });
-    const group = new ProcessGroup({
-      pidFile: join(dir, "pids"),
-      removeOnOrphan: ownsDir ? [dir] : [join(dir, "etcd"), join(dir, "pki")],
-      handleSignals: this.options.handleSignals ?? true,
-      teardownScript: join(dir, TEARDOWN_SCRIPT),
-      removeFiles: () => {
-        const teardown = join(dir, TEARDOWN_SCRIPT);
-        if (existsSync(teardown)) runTeardown(teardown);
-        const entries = ownsDir && !this.keepLogs ? [dir] : PLANE_FILES.map((entry) => join(dir, entry));
-        for (const path of entries) rmSync(path, { recursive: true, force: true });
-      },
-      // Clients of the API server first, together; then the API server; etcd last, so nothing
-      // logs a dead peer.
-      stopOrder: ([etcd, apiServer, ...clients]) => [
-        clients,
-        apiServer ? [apiServer] : [],
-        etcd ? [etcd] : [],
-      ],
-    });
-    this.started = { dir, group };
-    return this.started;
-  }
-
   private async startOnce(
     { dir, group, network }: Started,
     binaries: Partial<Record<BinaryName, string>>,
@@ -520,33 +446,7 @@ export class ControlPlane {
       clientCert: pki.admin.cert,
       clientKey: pki.admin.key,
     });
-    const context: StartContext = {
-      dir,
-      admin,
-      spawn: (name: ComponentName, args: string[]) =>
-        group.spawn({
-          name,
-          binary: this.binary(binaries, name),
-          args,
-          logPath: join(dir, "logs", `${name}.log`),
-          cwd: dir,
-        }),
-      spawnCommand: (name, command, args, env) =>
-        group.spawn({
-          name,
-          binary: command,
-          args,
-          logPath: join(dir, "logs", `${name}.log`),
-          cwd: dir,
-          ...(env ? { env } : {}),
-        }),
-      binary: (name) => this.binary(binaries, name),
-      waitUntil: (what, check) =>
-        group.waitUntil(what, check, {
-          timeoutMs: Math.max(1000, deadline - Date.now()),
-          failure: componentFailure,
-        }),
-    };
+    const context = startContext({ dir, group }, admin, (name) => this.binary(binaries, name), deadline);
     this.attempt = { pki, admin, etcd, apiServer, nodes: [] };
 
     // Each component needs the one before it; the API server's clients only the API server.
