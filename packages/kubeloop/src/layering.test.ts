@@ -118,3 +118,48 @@ describe("the layering rule", () => {
     expect(output).toMatch(/error no-circular: packages\/kubeloop\/src\/controller\/(spec|controller)\.ts/);
   });
 });
+
+// testing/ is one layer with entry points of its own: assets/ at the bottom, the core (its own
+// files) on it, and cluster/, faults/, servers/ on the core, apart from each other.
+const testing = {
+  "testing/assets/index.ts": 'export { locate } from "./locate.js";\n',
+  "testing/assets/locate.ts": "export const locate = () => 1;\n",
+  "testing/kubectl.ts":
+    'import { locate } from "./assets/index.js";\nexport const kubectl = () => locate();\n',
+  "testing/index.ts": 'export { kubectl } from "./kubectl.js";\n',
+  "testing/faults/index.ts":
+    'import { kubectl } from "../kubectl.js";\nexport const cut = () => kubectl();\n',
+  "testing/servers/index.ts":
+    'import { kubectl } from "../kubectl.js";\nexport const serve = () => kubectl();\n',
+  "cli/cli.ts": 'import { cut } from "../testing/faults/index.js";\nexport const run = () => cut();\n',
+};
+
+describe("testing/'s entry points", () => {
+  it("pass the core building on assets/, and faults/ on the core, imported by the CLI through its index.ts", async () => {
+    const { code, output } = await cruise(testing);
+    expect(output).not.toContain("error");
+    expect(code).toBe(0);
+  });
+
+  it("fail assets/ importing the core, the core importing faults/, and faults/ importing servers/", async () => {
+    const { code, output } = await cruise({
+      ...testing,
+      "testing/assets/locate.ts":
+        'import { kubectl } from "../kubectl.js";\nexport const locate = () => kubectl;\n',
+      "testing/kubectl.ts":
+        'import type { cut } from "./faults/index.js";\nexport const kubectl = (c?: typeof cut) => c;\n',
+      "testing/faults/index.ts":
+        'import { serve } from "../servers/index.js";\nexport const cut = () => serve();\n',
+    });
+    expect(code).not.toBe(0);
+    expect(output).toMatch(
+      /error testing-order: packages\/kubeloop\/src\/testing\/assets\/locate\.ts → .*testing\/kubectl\.ts/,
+    );
+    expect(output).toMatch(
+      /error testing-order: packages\/kubeloop\/src\/testing\/kubectl\.ts → .*testing\/faults\/index\.ts/,
+    );
+    expect(output).toMatch(
+      /error testing-order: packages\/kubeloop\/src\/testing\/faults\/index\.ts → .*testing\/servers\/index\.ts/,
+    );
+  });
+});
