@@ -31,6 +31,11 @@ const ENTRY_POINTS = [
   "kubeloop/resources",
   "kubeloop/webhook",
   "kubeloop/k8s",
+  // Before kubeloop/testing, whose deprecated aliases of their names go in 0.3: a fragment gets the new import.
+  "kubeloop/testing/cluster",
+  "kubeloop/testing/faults",
+  "kubeloop/testing/servers",
+  "kubeloop/testing/assets",
   "kubeloop/testing",
 ];
 /** "Cannot find name" (and its "did you mean" form): a fragment's free names. */

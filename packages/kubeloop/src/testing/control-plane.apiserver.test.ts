@@ -7,20 +7,20 @@ import { ControlPlane } from "./control-plane.js";
 
 const fixtures = join(import.meta.dirname, "../../test/fixtures");
 
+let plane: ControlPlane;
+const k = kubectlOn(() => plane);
+
+beforeAll(async () => {
+  plane = await new ControlPlane({
+    profile: "apiserver",
+    crds: [join(fixtures, "crds/widgets.yaml")],
+  }).start();
+});
+afterAll(async () => {
+  await plane?.stop();
+});
+
 describe("ControlPlane, apiserver profile", () => {
-  let plane: ControlPlane;
-  const k = kubectlOn(() => plane);
-
-  beforeAll(async () => {
-    plane = await new ControlPlane({
-      profile: "apiserver",
-      crds: [join(fixtures, "crds/widgets.yaml")],
-    }).start();
-  });
-  afterAll(async () => {
-    await plane?.stop();
-  });
-
   it("reports the Kubernetes version that was built to kubectl", async () => {
     const result = await k(["version", "-o", "json"]);
     expect(result.code).toBe(0);
@@ -70,7 +70,9 @@ spec: { size: 0 }
       /spec\.size: Invalid value: 0: spec\.size in body should be greater than or equal to 1/,
     );
   });
+});
 
+describe("ControlPlane, apiserver profile: CRDs and users", () => {
   it("installs every CRD of a folder tree later, skipping documents that are not CRDs", async () => {
     const names = await plane.installCrds([join(fixtures, "crds")]);
     expect(names.sort()).toEqual(["gadgets.test.kubeloop.dev", "widgets.test.kubeloop.dev"]);

@@ -117,7 +117,9 @@ describe("ControlPlane, hardened", () => {
       );
     expect(creates.map((r) => r.responseStatus?.code)).toEqual([403, 201]);
   });
+});
 
+describe("ControlPlane, hardened: nodes, admission plugins, the audit log", () => {
   it("authorizes a kubelet for its own Node, and keeps it off the labels reserved for admins", async () => {
     const node = { apiVersion: "v1", kind: "Node", metadata: { name: "node-a" } };
     expect((await k(["create", "-f", "-"], JSON.stringify(node))).code).toBe(0);

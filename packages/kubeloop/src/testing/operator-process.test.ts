@@ -95,7 +95,9 @@ describe("startOperator", () => {
     );
     expect(await operator.stop()).toBe(0);
   });
+});
 
+describe("startOperator: cleanup, process groups and exits", () => {
   it("is stopped at the end of an `await using` block", async () => {
     let pid = 0;
     {

@@ -125,7 +125,9 @@ describe("downloading from a mirror", () => {
       await proxy.close();
     }
   }, 120_000);
+});
 
+describe("downloading from a mirror: checks and retries", () => {
   it("refuses a file with one corrupted byte, naming the URL and both sums, and installs nothing", async () => {
     mirror.faults.set(".tar.gz", "corrupt");
     const cache = emptyCache();
@@ -197,7 +199,9 @@ describe("downloading from a mirror", () => {
     expect(info.source).toBe("download");
     expect((mirror.hits.get(sums) ?? 0) - before).toBe(2);
   });
+});
 
+describe("getting binaries without a mirror", () => {
   it("downloads once when two processes ask at the same time", async () => {
     const cache = emptyCache();
     const before = [...mirror.hits]

@@ -48,31 +48,32 @@ describe("upstream's envtest index", () => {
   });
 });
 
-describe("assets pack", () => {
-  const root = join(tmp, "cache");
-  const specs = componentsFor(KUBERNETES_VERSION);
-  const builtAt = "2026-11-29T06:00:00.000Z";
-  const files = {
-    "kube-apiserver": "apiserver-bytes\n".repeat(100),
-    kubectl: "kubectl\n",
-    etcd: "etcd-bytes\n".repeat(77),
-  };
-  for (const spec of [specs.kubernetes, specs.etcd]) {
-    const dir = join(root, `${spec.name}-v${spec.version}`);
-    mkdirSync(dir, { recursive: true });
-    for (const binary of spec.binaries) writeFileSync(join(dir, binary), "x");
-    writeFileSync(
-      join(dir, "build-info.json"),
-      JSON.stringify({ component: spec.name, version: spec.version, builtAt }),
-    );
-  }
+// The cache `assets pack` reads: two components with small stand-ins for their binaries.
+const root = join(tmp, "cache");
+const specs = componentsFor(KUBERNETES_VERSION);
+const builtAt = "2026-11-29T06:00:00.000Z";
+const files = {
+  "kube-apiserver": "apiserver-bytes\n".repeat(100),
+  kubectl: "kubectl\n",
+  etcd: "etcd-bytes\n".repeat(77),
+};
+for (const spec of [specs.kubernetes, specs.etcd]) {
+  const dir = join(root, `${spec.name}-v${spec.version}`);
+  mkdirSync(dir, { recursive: true });
+  for (const binary of spec.binaries) writeFileSync(join(dir, binary), "x");
   writeFileSync(
-    join(root, `kubernetes-v${specs.kubernetes.version}`, "kube-apiserver"),
-    files["kube-apiserver"],
+    join(dir, "build-info.json"),
+    JSON.stringify({ component: spec.name, version: spec.version, builtAt }),
   );
-  writeFileSync(join(root, `kubernetes-v${specs.kubernetes.version}`, "kubectl"), files.kubectl);
-  writeFileSync(join(root, `etcd-v${specs.etcd.version}`, "etcd"), files.etcd);
+}
+writeFileSync(
+  join(root, `kubernetes-v${specs.kubernetes.version}`, "kube-apiserver"),
+  files["kube-apiserver"],
+);
+writeFileSync(join(root, `kubernetes-v${specs.kubernetes.version}`, "kubectl"), files.kubectl);
+writeFileSync(join(root, `etcd-v${specs.etcd.version}`, "etcd"), files.etcd);
 
+describe("assets pack", () => {
   it("writes setup-envtest's tarball byte for byte as GNU tar does, with an index in upstream's shape", () => {
     const out = join(tmp, "pack");
     const result = packAssets({ root, out });

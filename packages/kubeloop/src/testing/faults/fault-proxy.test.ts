@@ -92,7 +92,9 @@ describe("startFaultProxy", () => {
       during.destroy();
       after.destroy();
     }));
+});
 
+describe("startFaultProxy: refusals, latency and bandwidth", () => {
   it("refuses new connections until healed", () =>
     withProxy(async (proxy) => {
       await proxy.refuse();
