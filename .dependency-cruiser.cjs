@@ -61,7 +61,12 @@ const testingOrder = [
     comment: `testing/${top}/ imports neither another of ${TESTING_TOPS.join("/, ")}/ nor what the core keeps for its users' old imports (moved.ts)`,
     severity: "error",
     from: { path: `${TESTING}${top}/` },
-    to: { path: [`${TESTING}(${TESTING_TOPS.filter((t) => t !== top).join("|")})/`, `${TESTING}(index|moved)\\.ts$`] },
+    to: {
+      path: [
+        `${TESTING}(${TESTING_TOPS.filter((t) => t !== top).join("|")})/`,
+        `${TESTING}(index|moved)\\.ts$`,
+      ],
+    },
   })),
 ];
 
