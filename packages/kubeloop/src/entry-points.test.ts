@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 // The names layers share but users do not (each layer's internal.ts) are out of a user's reach:
@@ -71,4 +73,49 @@ describe("entry points", () => {
       }
     }
   });
+
+  it("the repository imports no deprecated alias of kubeloop/testing: each moved name from its new entry point", () => {
+    const repository = join(import.meta.dirname, "../../..");
+    const moved = new Set(
+      [
+        ...readFileSync(join(import.meta.dirname, "testing/moved.ts"), "utf8").matchAll(
+          /^export (?:const|type) (\w+)/gm,
+        ),
+      ].map((match) => match[1]),
+    );
+    expect(moved.size).toBeGreaterThan(0);
+    const importOfTesting =
+      /import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["'](?:kubeloop\/testing|[./]*testing\/index\.js)["']/g;
+    const offenders: string[] = [];
+    for (const file of sources(repository)) {
+      for (const match of readFileSync(file, "utf8").matchAll(importOfTesting)) {
+        const names = (match[1] ?? "")
+          .split(",")
+          .map((name) => name.replace(/^\s*(type\s+)?|\s+as\s+.*$/gs, "").trim());
+        for (const name of names)
+          if (moved.has(name)) offenders.push(`${relative(repository, file)}: ${name}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
 });
+
+/** The code and docs of the workspace that import kubeloop (the migration's "before" in docs/releases.md aside). */
+function sources(repository: string): string[] {
+  const skip = new Set(["node_modules", "dist", ".git", "cache", ".kubeloop", "api"]);
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (skip.has(entry.name)) continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(ts|mts|mjs|md)$/.test(entry.name) && !path.endsWith("docs/releases.md")) files.push(path);
+    }
+  };
+  for (const top of ["examples", "bench", "docs", "scripts", "packages", "README.md"]) {
+    const path = join(repository, top);
+    if (top.endsWith(".md")) files.push(path);
+    else walk(path);
+  }
+  return files;
+}
