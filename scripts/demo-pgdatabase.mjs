@@ -13,6 +13,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const example = join(root, "examples/pgdatabase");
 const exitAfterShowing = process.argv.includes("--exit");
 const testing = await import(pathToFileURL(join(root, "packages/kubeloop/dist/testing/index.js")).href);
+const servers = await import(
+  pathToFileURL(join(root, "packages/kubeloop/dist/testing/servers/index.js")).href
+);
 const backupDir = mkdtempSync(join(tmpdir(), "pgdatabase-demo-backups-"));
 let pg;
 let plane;
@@ -81,7 +84,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => cleanUp(0))
 
 step("A PostgreSQL server and an API server, on loopback");
 [pg, plane] = await Promise.all([
-  new testing.PostgresServer().start(),
+  new servers.PostgresServer().start(),
   new testing.ControlPlane({ profile: "apiserver", crds: [join(example, "config/crd")] }).start(),
 ]);
 console.log(`PostgreSQL ${pg.version} on 127.0.0.1:${pg.port}; API server ${plane.server}`);

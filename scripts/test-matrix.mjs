@@ -11,7 +11,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const testing = await import(pathToFileURL(join(root, "packages/kubeloop/dist/testing/index.js")).href);
+const assets = await import(pathToFileURL(join(root, "packages/kubeloop/dist/testing/assets/index.js")).href);
 
 /** Each suite is a folder of test files; every file starts its own control plane. */
 const SUITES = {
@@ -27,8 +27,8 @@ const jsonAt = args.indexOf("--json");
 const jsonFile = jsonAt >= 0 ? args.splice(jsonAt, 2)[1] : undefined;
 let versions;
 try {
-  const asked = args.length ? args : [testing.OLDEST_KUBERNETES_VERSION, testing.KUBERNETES_VERSION];
-  versions = [...new Set(asked.map((version) => testing.resolveKubernetesVersion(version)))];
+  const asked = args.length ? args : [assets.OLDEST_KUBERNETES_VERSION, assets.KUBERNETES_VERSION];
+  versions = [...new Set(asked.map((version) => assets.resolveKubernetesVersion(version)))];
 } catch (error) {
   console.error(`[test:matrix] ${error.message}`);
   process.exit(2);
@@ -37,7 +37,7 @@ try {
 // Builds first, one after another (each uses every core), so no test waits on a compiler.
 for (const kubernetesVersion of versions) {
   console.error(`[test:matrix] control-plane binaries for Kubernetes ${kubernetesVersion}…`);
-  await testing.ensureAssets(BINARIES, { kubernetesVersion });
+  await assets.ensureAssets(BINARIES, { kubernetesVersion });
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "kubeloop-matrix-"));

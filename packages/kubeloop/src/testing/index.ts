@@ -7,8 +7,8 @@
  * The rest of the test kit has entry points of its own: `kubeloop/testing/cluster` (the operator
  * deployed into a plane with real nodes), `kubeloop/testing/faults` (chaos on real pods and nodes, a
  * fault proxy), `kubeloop/testing/servers` (PostgreSQL, Prometheus, OLM, Karmada, a forward proxy)
- * and `kubeloop/testing/assets` (the binaries). The names they took from this entry point are still
- * here, deprecated, until 0.3 (moved.ts).
+ * and `kubeloop/testing/assets` (the binaries). The names they took from this entry point in 0.2 are
+ * still exported here, deprecated, until 0.3.
  *
  * @example
  * ```ts
