@@ -63,15 +63,20 @@ export async function reportReady({ shared, db, ctx, names }: Pass, changes: Cha
     ...peak,
     connectionLimit: limit,
     extensions,
-    // Fields left undefined are left out (JSON has no undefined): what is not known yet is not written.
-    lastVerification,
-    lastScheduledBackup,
-    lastBackup: completed?.completedAt && {
-      name: last?.metadata.name ?? "",
-      completedAt: completed.completedAt,
-      sizeBytes: completed.sizeBytes,
-      durationSeconds: completed.durationSeconds,
-    },
+    ...(lastVerification ? { lastVerification } : {}),
+    ...(lastScheduledBackup ? { lastScheduledBackup } : {}),
+    ...(last && completed?.completedAt
+      ? {
+          lastBackup: {
+            name: last.metadata.name ?? "",
+            completedAt: completed.completedAt,
+            ...(completed.sizeBytes !== undefined ? { sizeBytes: completed.sizeBytes } : {}),
+            ...(completed.durationSeconds !== undefined
+              ? { durationSeconds: completed.durationSeconds }
+              : {}),
+          },
+        }
+      : {}),
     conditions,
   });
   if (!wasReady) ctx.event("Normal", "Ready", `Database "${names.databaseName}" is ready`);
