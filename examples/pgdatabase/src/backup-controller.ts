@@ -1,5 +1,5 @@
 import { rm } from "node:fs/promises";
-import { after, controller, done, finalizer, type ReconcileContext, type ReconcileResult } from "kubeloop";
+import { after, controller, done, finalizer, type ReconcileContext } from "kubeloop";
 import { type FinalizerEvent, runOperation } from "kubeloop/controller";
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
@@ -7,6 +7,8 @@ import { backupPath, dump } from "./dumps.ts";
 import { FINALIZER, namesOf, OPERATOR_NAME, type Shared, serverOf, WAIT_POLL } from "./names.ts";
 import { serverVersion } from "./postgres.ts";
 import { PgDatabase, PgDatabaseBackup, type PgDatabaseBackupObject } from "./resources.ts";
+
+type Backup = PgDatabaseBackupObject;
 
 /** Dumps tried before a backup is marked Failed (each attempt starts over: dumps are not resumable). */
 const BACKUP_ATTEMPTS = 3;
@@ -26,11 +28,7 @@ export function backupController(shared: Shared, clock: Clock | undefined) {
 }
 
 /** A backup's dump, recorded as an operation: attempted up to {@link BACKUP_ATTEMPTS} times, then Failed. */
-async function reconcileBackup(
-  shared: Shared,
-  event: FinalizerEvent<PgDatabaseBackupObject>,
-  ctx: ReconcileContext<PgDatabaseBackupObject>,
-): Promise<ReconcileResult> {
+async function reconcileBackup(shared: Shared, event: FinalizerEvent<Backup>, ctx: ReconcileContext<Backup>) {
   const path = backupPath(shared.backupDir, ctx.namespace ?? "", ctx.name);
   if (event.type === "cleanup") {
     await rm(path, { force: true });

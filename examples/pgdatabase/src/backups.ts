@@ -1,9 +1,9 @@
-import { after, type ReconcileContext, type ReconcileResult } from "kubeloop";
+import { after, type ReconcileResult } from "kubeloop";
 import type { Client } from "kubeloop/client";
 import { cronSchedule, nextRun } from "kubeloop/controller";
 import pg from "pg";
 import { checkChecksum, restore } from "./dumps.ts";
-import { DATABASE_LABEL, type Pass, SCHEDULED_LABEL, type Status } from "./names.ts";
+import { type Ctx, DATABASE_LABEL, type Pass, SCHEDULED_LABEL, type Status } from "./names.ts";
 import { dropDatabase } from "./postgres.ts";
 import { PgDatabaseBackup, type PgDatabaseBackupObject, type PgDatabaseObject } from "./resources.ts";
 
@@ -69,7 +69,7 @@ async function verify({ shared, db, ctx, admin, server }: Pass, backup: PgDataba
 }
 
 /** A PgDatabase's backups not being deleted, oldest first. */
-function backupsOf(db: PgDatabaseObject, ctx: ReconcileContext<PgDatabaseObject>): PgDatabaseBackupObject[] {
+function backupsOf(db: PgDatabaseObject, ctx: Ctx): PgDatabaseBackupObject[] {
   return ctx.cache
     .list(PgDatabaseBackup, { namespace: ctx.namespace ?? "" })
     .filter((backup) => backup.spec.database === db.metadata.name && !backup.metadata.deletionTimestamp)
@@ -80,7 +80,7 @@ function backupsOf(db: PgDatabaseObject, ctx: ReconcileContext<PgDatabaseObject>
     );
 }
 
-export function latestCompletedBackup(db: PgDatabaseObject, ctx: ReconcileContext<PgDatabaseObject>) {
+export function latestCompletedBackup(db: PgDatabaseObject, ctx: Ctx) {
   return backupsOf(db, ctx)
     .filter((backup) => backup.status?.phase === "Completed")
     .sort((a, b) => (a.status?.completedAt ?? "").localeCompare(b.status?.completedAt ?? ""))
@@ -88,11 +88,7 @@ export function latestCompletedBackup(db: PgDatabaseObject, ctx: ReconcileContex
 }
 
 /** Keeps the newest `keep` completed scheduled backups; deletes the older ones (their files go too). */
-async function prune(
-  ctx: ReconcileContext<PgDatabaseObject>,
-  db: PgDatabaseObject,
-  backups: PgDatabaseBackupObject[],
-) {
+async function prune(ctx: Ctx, db: PgDatabaseObject, backups: PgDatabaseBackupObject[]) {
   const keep = db.spec.backup?.keep ?? 7;
   const scheduled = backups.filter(
     (backup) => backup.metadata.labels?.[SCHEDULED_LABEL] === "true" && backup.status?.phase === "Completed",

@@ -1,4 +1,4 @@
-import { controller, finalizer, type ReconcileContext } from "kubeloop";
+import { controller, finalizer } from "kubeloop";
 import { Secret } from "kubeloop/k8s";
 import type { Clock } from "kubeloop/queue";
 import type { Registry } from "prom-client";
@@ -9,7 +9,7 @@ import { ensureDatabase } from "./database.ts";
 import { finalize } from "./deletion.ts";
 import type { Tools } from "./dumps.ts";
 import { PgDatabaseMetrics } from "./metrics.ts";
-import { FINALIZER, OPERATOR_NAME, passOf, type Shared } from "./names.ts";
+import { type Ctx, FINALIZER, OPERATOR_NAME, passOf, type Shared } from "./names.ts";
 import { Servers } from "./postgres.ts";
 import { PgDatabase, PgDatabaseBackup, type PgDatabaseObject } from "./resources.ts";
 import { reportReady } from "./status.ts";
@@ -87,7 +87,7 @@ export function pgDatabaseControllers(options: PgDatabaseOptions) {
 }
 
 /** A live PgDatabase, step by step; `pgdatabase_up` says whether its server was reached. */
-async function reconcileLive(shared: Shared, db: PgDatabaseObject, ctx: ReconcileContext<PgDatabaseObject>) {
+async function reconcileLive(shared: Shared, db: PgDatabaseObject, ctx: Ctx) {
   const labels = { namespace: ctx.namespace ?? "", name: ctx.name };
   try {
     const pass = passOf(shared, db, ctx);

@@ -1,6 +1,6 @@
-import { after, done, type ReconcileContext, type ReconcileResult, RetryableError } from "kubeloop";
+import { after, done, type ReconcileResult, RetryableError } from "kubeloop";
 import { createBackup } from "./backups.ts";
-import { namesOf, type Shared, serverOf, WAIT_POLL } from "./names.ts";
+import { type Ctx, namesOf, type Shared, serverOf, WAIT_POLL } from "./names.ts";
 import { dropDatabase, dropRole, readDatabase } from "./postgres.ts";
 import { PgDatabaseBackup, type PgDatabaseObject } from "./resources.ts";
 
@@ -10,11 +10,7 @@ import { PgDatabaseBackup, type PgDatabaseObject } from "./resources.ts";
  * then Done. `after(…)` keeps the finalizer while a step waits; `done()` lets the object go. Only a
  * database this object created (or restored) is ever dropped: never one it was refused.
  */
-export async function finalize(
-  shared: Shared,
-  db: PgDatabaseObject,
-  ctx: ReconcileContext<PgDatabaseObject>,
-): Promise<ReconcileResult> {
+export async function finalize(shared: Shared, db: PgDatabaseObject, ctx: Ctx): Promise<ReconcileResult> {
   const names = namesOf(db);
   const policy = db.spec.deletionPolicy;
   const owned = db.status?.created === true;

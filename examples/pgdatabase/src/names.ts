@@ -35,13 +35,13 @@ export interface Shared {
 export interface Pass {
   shared: Shared;
   db: PgDatabaseObject;
-  ctx: ReconcileContext<PgDatabaseObject>;
+  ctx: Ctx;
   names: Names;
   server: ServerAddress;
   admin: <R>(work: (client: pg.ClientBase) => Promise<R>) => Promise<R>;
 }
 
-export function passOf(shared: Shared, db: PgDatabaseObject, ctx: ReconcileContext<PgDatabaseObject>): Pass {
+export function passOf(shared: Shared, db: PgDatabaseObject, ctx: Ctx): Pass {
   const server = serverOf(ctx.cache, ctx.namespace, db.spec.server.secretName);
   const admin: Pass["admin"] = (work) => shared.servers.with(server, "postgres", work);
   return { shared, db, ctx, names: namesOf(db), server, admin };
@@ -49,6 +49,7 @@ export function passOf(shared: Shared, db: PgDatabaseObject, ctx: ReconcileConte
 
 export type Names = ReturnType<typeof namesOf>;
 export type Status = NonNullable<PgDatabaseObject["status"]>;
+export type Ctx = ReconcileContext<PgDatabaseObject>;
 
 /** The names a PgDatabase stands for. */
 export function namesOf(db: PgDatabaseObject) {

@@ -19,14 +19,10 @@ export async function reportReady({ shared, db, ctx, names }: Pass, changes: Cha
   const health = backupHealth(db.spec.backup?.schedule !== undefined, backups, verificationFailed);
   const degraded = health.status === "False";
   const generation = db.metadata.generation;
+  const ready = `Database "${names.databaseName}" is ready; credentials in Secret ${names.credentialsSecret}`;
   const conditions = (
     [
-      {
-        type: "Ready",
-        status: "True",
-        reason: "Ready",
-        message: `Database "${names.databaseName}" is ready; credentials in Secret ${names.credentialsSecret}`,
-      },
+      { type: "Ready", status: "True", reason: "Ready", message: ready },
       {
         type: "Degraded",
         status: degraded ? "True" : "False",
