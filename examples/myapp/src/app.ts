@@ -116,7 +116,7 @@ export interface Dependencies {
   /** Set when something the app needs is not there yet: Ready stays False with this reason. */
   notReady?: { reason: string; message: string };
   /** Conditions of the app's dependencies (e.g. `DatabaseReady`), written with the rest. */
-  conditions?: Omit<ConditionInput, "observedGeneration">[];
+  conditions?: Input[];
 }
 
 /** One reconcile's working state: what the rollout's branches read, and the status they build. */
@@ -135,16 +135,20 @@ interface Pass<T extends KubeObject> {
   conditions: Condition[];
 }
 
+type Input = Omit<ConditionInput, "observedGeneration">;
+
 /** Sets a condition on the status being built, at the MyApp's generation. */
-function set<T extends KubeObject>(
-  pass: Pass<T>,
-  condition: Omit<ConditionInput, "observedGeneration">,
-): void {
+function set<T extends KubeObject>(pass: Pass<T>, condition: Input): void {
   const generation = pass.app.metadata?.generation;
   pass.conditions = setCondition(pass.conditions, {
     ...condition,
     ...(generation ? { observedGeneration: generation } : {}),
   });
+}
+
+/** Records a rollout in the status's history (newest first, at most {@link HISTORY_LIMIT}). */
+function record<T extends KubeObject>(pass: Pass<T>, rollout: RolloutRecord): void {
+  pass.history = recordRollout(pass.history, rollout, HISTORY_LIMIT);
 }
 
 /**
@@ -183,11 +187,7 @@ export async function reconcileApp<T extends KubeObject>(
   };
   // A new version starts its rollout record.
   if (!failedBefore && wanted !== healthy && pass.history[0]?.version !== wanted)
-    pass.history = recordRollout(
-      pass.history,
-      { version: wanted, outcome: "Progressing", startedAt: pass.now },
-      HISTORY_LIMIT,
-    );
+    record(pass, { version: wanted, outcome: "Progressing", startedAt: pass.now });
   for (const c of deps.conditions ?? []) set(pass, c);
   const failed = pass.rollout.state === "Failed" && running === wanted;
   const result =
@@ -213,17 +213,8 @@ async function rollBack<T extends KubeObject>(pass: Pass<T>, healthy: string): P
   const { app, ctx, deps, wanted, rollout, now } = pass;
   const message = `${wanted} did not become available within ${app.spec.rollout?.progressDeadlineSeconds ?? 600}s (${rollout.message}); rolled back to ${healthy}`;
   await ctx.apply(deploymentFor(app, healthy, deps.env));
-  pass.history = recordRollout(
-    pass.history,
-    {
-      version: wanted,
-      outcome: "RolledBack",
-      startedAt: pass.history[0]?.startedAt ?? now,
-      finishedAt: now,
-      message,
-    },
-    HISTORY_LIMIT,
-  );
+  const startedAt = pass.history[0]?.startedAt ?? now;
+  record(pass, { version: wanted, outcome: "RolledBack", startedAt, finishedAt: now, message });
   pass.next.failedVersion = wanted;
   set(pass, { type: "RolledBack", status: true, reason: "ProgressDeadlineExceeded", message });
   set(pass, { type: "Degraded", status: true, reason: "RolledBack", message });
@@ -246,11 +237,13 @@ function noFallback<T extends KubeObject>(pass: Pass<T>): ReconcileResult {
   const first = pass.history[0];
   const firstTime = first?.version === wanted && first.outcome === "Progressing";
   if (firstTime && first)
-    pass.history = recordRollout(
-      pass.history,
-      { version: wanted, outcome: "Failed", startedAt: first.startedAt, finishedAt: now, message },
-      HISTORY_LIMIT,
-    );
+    record(pass, {
+      version: wanted,
+      outcome: "Failed",
+      startedAt: first.startedAt,
+      finishedAt: now,
+      message,
+    });
   set(pass, { type: "Degraded", status: true, reason: "ProgressDeadlineExceeded", message });
   set(pass, { type: "Progressing", status: false, reason: "ProgressDeadlineExceeded", message });
   set(pass, { type: "Ready", status: false, reason: "ProgressDeadlineExceeded", message });
@@ -265,16 +258,8 @@ function complete<T extends KubeObject>(pass: Pass<T>): ReconcileResult {
     if (healthy) next.previousVersion = healthy;
     next.currentVersion = wanted;
     delete next.failedVersion;
-    pass.history = recordRollout(
-      pass.history,
-      {
-        version: wanted,
-        outcome: "Succeeded",
-        startedAt: pass.history[0]?.startedAt ?? now,
-        finishedAt: now,
-      },
-      HISTORY_LIMIT,
-    );
+    const startedAt = pass.history[0]?.startedAt ?? now;
+    record(pass, { version: wanted, outcome: "Succeeded", startedAt, finishedAt: now });
     ctx.event("Normal", "RolledOut", `${wanted} is available on ${rollout.available} pods`);
   }
   if (next.failedVersion && running !== next.failedVersion && !failedBefore) delete next.failedVersion;
