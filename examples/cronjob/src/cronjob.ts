@@ -1,5 +1,7 @@
 // Tutorial step 2: the controller. Each slot of the schedule starts a Job the CronJob owns, so a
-// Job's change wakes its CronJob.
+// Job's change wakes its CronJob. A plain reconcile, not dependents (docs/dependents.md): a
+// dependent is re-applied from the spec on every pass and deleted once not wanted; a Job is made
+// once for its slot, never changed after (its template is immutable), and goes by age.
 import { controller, done, type ObjectOf, type ReconcileContext } from "kubeloop";
 import { type CronSchedule, cronSchedule, InvalidSchedule, nextRun } from "kubeloop/controller";
 import { Job } from "kubeloop/k8s";

@@ -116,7 +116,39 @@ export interface Dependencies {
   /** Set when something the app needs is not there yet: Ready stays False with this reason. */
   notReady?: { reason: string; message: string };
   /** Conditions of the app's dependencies (e.g. `DatabaseReady`), written with the rest. */
-  conditions?: Omit<ConditionInput, "observedGeneration">[];
+  conditions?: Input[];
+}
+
+/** One reconcile's working state: what the rollout's branches read, and the status they build. */
+interface Pass<T extends KubeObject> {
+  app: AppView;
+  ctx: ReconcileContext<T>;
+  deps: Dependencies;
+  now: string;
+  wanted: string;
+  healthy: string | undefined;
+  running: string;
+  failedBefore: boolean;
+  rollout: ReturnType<typeof rolloutStatus>;
+  next: AppStatus;
+  history: RolloutRecord[];
+  conditions: Condition[];
+}
+
+type Input = Omit<ConditionInput, "observedGeneration">;
+
+/** Sets a condition on the status being built, at the MyApp's generation. */
+function set<T extends KubeObject>(pass: Pass<T>, condition: Input): void {
+  const generation = pass.app.metadata?.generation;
+  pass.conditions = setCondition(pass.conditions, {
+    ...condition,
+    ...(generation ? { observedGeneration: generation } : {}),
+  });
+}
+
+/** Records a rollout in the status's history (newest first, at most {@link HISTORY_LIMIT}). */
+function record<T extends KubeObject>(pass: Pass<T>, rollout: RolloutRecord): void {
+  pass.history = recordRollout(pass.history, rollout, HISTORY_LIMIT);
 }
 
 /**
@@ -130,11 +162,6 @@ export async function reconcileApp<T extends KubeObject>(
   deps: Dependencies = {},
 ): Promise<ReconcileResult> {
   const status = app.status ?? {};
-  const now = ctx
-    .now()
-    .toISOString()
-    .replace(/\.\d+Z$/, "Z");
-  const generation = app.metadata?.generation;
   const wanted = app.spec.version;
   const failedBefore = status.failedVersion === wanted;
   const healthy = status.currentVersion;
@@ -142,121 +169,36 @@ export async function reconcileApp<T extends KubeObject>(
 
   await ctx.apply(serviceFor(app));
   const deployment = (await ctx.apply(deploymentFor(app, running, deps.env))) as apps.Deployment;
-  const rollout = rolloutStatus(deployment);
-
-  let history = status.history ?? [];
-  let conditions = status.conditions ?? [];
-  const set = (c: Omit<ConditionInput, "observedGeneration">) => {
-    conditions = setCondition(conditions, {
-      ...c,
-      ...(generation ? { observedGeneration: generation } : {}),
-    });
-  };
-  const next: AppStatus = {
-    readyReplicas: deployment.status?.readyReplicas ?? 0,
-    ...(healthy ? { currentVersion: healthy } : {}),
-    ...(status.previousVersion ? { previousVersion: status.previousVersion } : {}),
-    ...(status.failedVersion ? { failedVersion: status.failedVersion } : {}),
+  const pass: Pass<T> = {
+    ...{ app, ctx, deps, wanted, healthy, running, failedBefore },
+    now: ctx
+      .now()
+      .toISOString()
+      .replace(/\.\d+Z$/, "Z"),
+    rollout: rolloutStatus(deployment),
+    next: {
+      readyReplicas: deployment.status?.readyReplicas ?? 0,
+      ...(healthy ? { currentVersion: healthy } : {}),
+      ...(status.previousVersion ? { previousVersion: status.previousVersion } : {}),
+      ...(status.failedVersion ? { failedVersion: status.failedVersion } : {}),
+    },
+    history: status.history ?? [],
+    conditions: status.conditions ?? [],
   };
   // A new version starts its rollout record.
-  if (!failedBefore && wanted !== healthy && history[0]?.version !== wanted)
-    history = recordRollout(
-      history,
-      { version: wanted, outcome: "Progressing", startedAt: now },
-      HISTORY_LIMIT,
-    );
-
-  for (const c of deps.conditions ?? []) set(c);
-  let result: ReconcileResult = done();
-  if (rollout.state === "Failed" && running === wanted && healthy && healthy !== wanted) {
-    // The new version did not become available in time: back to the last healthy one.
-    const message = `${wanted} did not become available within ${app.spec.rollout?.progressDeadlineSeconds ?? 600}s (${rollout.message}); rolled back to ${healthy}`;
-    await ctx.apply(deploymentFor(app, healthy, deps.env));
-    history = recordRollout(
-      history,
-      {
-        version: wanted,
-        outcome: "RolledBack",
-        startedAt: history[0]?.startedAt ?? now,
-        finishedAt: now,
-        message,
-      },
-      HISTORY_LIMIT,
-    );
-    next.failedVersion = wanted;
-    set({ type: "RolledBack", status: true, reason: "ProgressDeadlineExceeded", message });
-    set({ type: "Degraded", status: true, reason: "RolledBack", message });
-    set({ type: "Progressing", status: true, reason: "RollingBack", message: `rolling back to ${healthy}` });
-    set({ type: "Ready", status: false, reason: "RollingBack", message });
-    ctx.event("Warning", "RolledBack", message);
-    ctx.log.warn({ version: wanted, rolledBackTo: healthy }, "rollout failed; rolled back");
-    result = after(ROLLOUT_POLL);
-  } else if (rollout.state === "Failed" && running === wanted) {
-    // Nothing healthy to go back to (the first version failed): say so and wait for a new spec.
-    const message = `${wanted} did not become available: ${rollout.message}`;
-    const firstTime = history[0]?.version === wanted && history[0].outcome === "Progressing";
-    if (firstTime && history[0])
-      history = recordRollout(
-        history,
-        { version: wanted, outcome: "Failed", startedAt: history[0].startedAt, finishedAt: now, message },
-        HISTORY_LIMIT,
-      );
-    set({ type: "Degraded", status: true, reason: "ProgressDeadlineExceeded", message });
-    set({ type: "Progressing", status: false, reason: "ProgressDeadlineExceeded", message });
-    set({ type: "Ready", status: false, reason: "ProgressDeadlineExceeded", message });
-    if (firstTime) ctx.event("Warning", "RolloutFailed", message);
-  } else if (rollout.state === "Complete") {
-    if (running === wanted && wanted !== healthy) {
-      // A new version is healthy: it is current now, and clears a rollback before it.
-      if (healthy) next.previousVersion = healthy;
-      next.currentVersion = wanted;
-      delete next.failedVersion;
-      history = recordRollout(
-        history,
-        { version: wanted, outcome: "Succeeded", startedAt: history[0]?.startedAt ?? now, finishedAt: now },
-        HISTORY_LIMIT,
-      );
-      ctx.event("Normal", "RolledOut", `${wanted} is available on ${rollout.available} pods`);
-    }
-    if (next.failedVersion && running !== next.failedVersion && !failedBefore) delete next.failedVersion;
-    const rolledBack = Boolean(next.failedVersion);
-    set({ type: "Progressing", status: false, reason: "RolloutComplete", message: rollout.message });
-    set(
-      rolledBack
-        ? {
-            type: "Degraded",
-            status: true,
-            reason: "RolledBack",
-            message: `${next.failedVersion} was rolled back; running ${running}`,
-          }
-        : { type: "Degraded", status: false, reason: "AsExpected", message: "" },
-    );
-    if (!rolledBack && conditions.some((c) => c.type === "RolledBack"))
-      set({
-        type: "RolledBack",
-        status: false,
-        reason: "NewVersionAvailable",
-        message: `${running} rolled out`,
-      });
-    if (deps.notReady) set({ type: "Ready", status: false, ...deps.notReady });
-    else
-      set({
-        type: "Ready",
-        status: true,
-        reason: "Available",
-        message: `${running} on ${rollout.available} pods`,
-      });
-  } else {
-    set({ type: "Progressing", status: true, reason: rollout.reason, message: rollout.message });
-    set({
-      type: "Ready",
-      status: false,
-      reason: deps.notReady?.reason ?? "RollingOut",
-      message: deps.notReady?.message ?? rollout.message,
-    });
-    // The Deployment's own updates wake us; this only guards against a missed one.
-    result = after(ROLLOUT_POLL);
-  }
+  if (!failedBefore && wanted !== healthy && pass.history[0]?.version !== wanted)
+    record(pass, { version: wanted, outcome: "Progressing", startedAt: pass.now });
+  for (const c of deps.conditions ?? []) set(pass, c);
+  const failed = pass.rollout.state === "Failed" && running === wanted;
+  const result =
+    failed && healthy && healthy !== wanted
+      ? await rollBack(pass, healthy)
+      : failed
+        ? noFallback(pass)
+        : pass.rollout.state === "Complete"
+          ? complete(pass)
+          : progressing(pass);
+  const { next, history, conditions } = pass;
   const degraded = conditions.find((c) => c.type === "Degraded")?.status === "True";
   const ready = conditions.find((c) => c.type === "Ready")?.status === "True";
   next.phase = degraded ? "Degraded" : ready ? "Running" : "Progressing";
@@ -264,6 +206,102 @@ export async function reconcileApp<T extends KubeObject>(
   // Fields this status no longer has must go: a merge patch only removes what it sets to null.
   if (status.failedVersion && !next.failedVersion) await ctx.status({ failedVersion: null });
   return result;
+}
+
+/** The new version did not become available in time: back to the last healthy one. */
+async function rollBack<T extends KubeObject>(pass: Pass<T>, healthy: string): Promise<ReconcileResult> {
+  const { app, ctx, deps, wanted, rollout, now } = pass;
+  const message = `${wanted} did not become available within ${app.spec.rollout?.progressDeadlineSeconds ?? 600}s (${rollout.message}); rolled back to ${healthy}`;
+  await ctx.apply(deploymentFor(app, healthy, deps.env));
+  const startedAt = pass.history[0]?.startedAt ?? now;
+  record(pass, { version: wanted, outcome: "RolledBack", startedAt, finishedAt: now, message });
+  pass.next.failedVersion = wanted;
+  set(pass, { type: "RolledBack", status: true, reason: "ProgressDeadlineExceeded", message });
+  set(pass, { type: "Degraded", status: true, reason: "RolledBack", message });
+  set(pass, {
+    type: "Progressing",
+    status: true,
+    reason: "RollingBack",
+    message: `rolling back to ${healthy}`,
+  });
+  set(pass, { type: "Ready", status: false, reason: "RollingBack", message });
+  ctx.event("Warning", "RolledBack", message);
+  ctx.log.warn({ version: wanted, rolledBackTo: healthy }, "rollout failed; rolled back");
+  return after(ROLLOUT_POLL);
+}
+
+/** Nothing healthy to go back to (the first version failed): say so and wait for a new spec. */
+function noFallback<T extends KubeObject>(pass: Pass<T>): ReconcileResult {
+  const { ctx, wanted, rollout, now } = pass;
+  const message = `${wanted} did not become available: ${rollout.message}`;
+  const first = pass.history[0];
+  const firstTime = first?.version === wanted && first.outcome === "Progressing";
+  if (firstTime && first)
+    record(pass, {
+      version: wanted,
+      outcome: "Failed",
+      startedAt: first.startedAt,
+      finishedAt: now,
+      message,
+    });
+  set(pass, { type: "Degraded", status: true, reason: "ProgressDeadlineExceeded", message });
+  set(pass, { type: "Progressing", status: false, reason: "ProgressDeadlineExceeded", message });
+  set(pass, { type: "Ready", status: false, reason: "ProgressDeadlineExceeded", message });
+  if (firstTime) ctx.event("Warning", "RolloutFailed", message);
+  return done();
+}
+
+/** The rollout is complete: a new healthy version becomes current, and clears a rollback before it. */
+function complete<T extends KubeObject>(pass: Pass<T>): ReconcileResult {
+  const { ctx, deps, wanted, healthy, running, failedBefore, rollout, next, now } = pass;
+  if (running === wanted && wanted !== healthy) {
+    if (healthy) next.previousVersion = healthy;
+    next.currentVersion = wanted;
+    delete next.failedVersion;
+    const startedAt = pass.history[0]?.startedAt ?? now;
+    record(pass, { version: wanted, outcome: "Succeeded", startedAt, finishedAt: now });
+    ctx.event("Normal", "RolledOut", `${wanted} is available on ${rollout.available} pods`);
+  }
+  if (next.failedVersion && running !== next.failedVersion && !failedBefore) delete next.failedVersion;
+  const rolledBack = Boolean(next.failedVersion);
+  set(pass, { type: "Progressing", status: false, reason: "RolloutComplete", message: rollout.message });
+  set(
+    pass,
+    rolledBack
+      ? {
+          type: "Degraded",
+          status: true,
+          reason: "RolledBack",
+          message: `${next.failedVersion} was rolled back; running ${running}`,
+        }
+      : { type: "Degraded", status: false, reason: "AsExpected", message: "" },
+  );
+  if (!rolledBack && pass.conditions.some((c) => c.type === "RolledBack"))
+    set(pass, {
+      type: "RolledBack",
+      status: false,
+      reason: "NewVersionAvailable",
+      message: `${running} rolled out`,
+    });
+  const available = { reason: "Available", message: `${running} on ${rollout.available} pods` };
+  set(pass, {
+    type: "Ready",
+    ...(deps.notReady ? { status: false, ...deps.notReady } : { status: true, ...available }),
+  });
+  return done();
+}
+
+/** Still rolling out: the Deployment's own updates wake the reconcile; the poll only guards against a missed one. */
+function progressing<T extends KubeObject>(pass: Pass<T>): ReconcileResult {
+  const { rollout, deps } = pass;
+  set(pass, { type: "Progressing", status: true, reason: rollout.reason, message: rollout.message });
+  set(pass, {
+    type: "Ready",
+    status: false,
+    reason: deps.notReady?.reason ?? "RollingOut",
+    message: deps.notReady?.message ?? rollout.message,
+  });
+  return after(ROLLOUT_POLL);
 }
 
 /**

@@ -20,7 +20,6 @@ import type { AppView, Dependencies } from "./app.ts";
 export interface PgDatabaseObject extends KubeObject {
   spec: { server: { secretName: string }; [field: string]: unknown };
   status?: {
-    phase?: string;
     credentialsSecret?: string;
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
   };
@@ -33,25 +32,21 @@ export const PgDatabase = resourceType<PgDatabaseObject>("db.example.com/v1alpha
 export const PGDATABASE_CRD = "pgdatabases.db.example.com";
 
 /** While the database comes up, look again this often (its status is read, not watched). */
-export const DATABASE_POLL = "3s";
+export const POLL = "3s";
 /** A missing CRD is installed by a person: once a minute is soon enough and costs nothing. */
 export const CRD_POLL = "1m";
 
-export const databaseName = (app: AppView) => `${app.metadata?.name ?? ""}-db`;
-
 /** The PgDatabase a MyApp wants: the operator's own fields only (what PgDatabase defaults stays its own). */
-export function databaseFor(app: AppView) {
-  return {
-    apiVersion: PgDatabase.apiVersion,
-    kind: PgDatabase.kind,
-    metadata: {
-      name: databaseName(app),
-      namespace: app.metadata?.namespace ?? "",
-      labels: { "app.kubernetes.io/part-of": app.metadata?.name ?? "" },
-    },
-    spec: { server: { secretName: app.spec.database?.serverSecret ?? "" } },
-  };
-}
+export const databaseFor = (app: AppView) => ({
+  apiVersion: PgDatabase.apiVersion,
+  kind: PgDatabase.kind,
+  metadata: {
+    name: `${app.metadata?.name ?? ""}-db`,
+    namespace: app.metadata?.namespace ?? "",
+    labels: { "app.kubernetes.io/part-of": app.metadata?.name ?? "" },
+  },
+  spec: { server: { secretName: app.spec.database?.serverSecret ?? "" } },
+});
 
 /** Ready once the PgDatabase says Ready and names its credentials Secret; else why not. */
 export function databaseReady(db: PgDatabaseObject): true | string {
@@ -61,30 +56,30 @@ export function databaseReady(db: PgDatabaseObject): true | string {
   return `PgDatabase ${db.metadata?.name ?? ""} is not ready${detail}`;
 }
 
-/** The pods' env that wires the database's credentials. */
-export function databaseEnv(db: PgDatabaseObject): NonNullable<Dependencies["env"]> {
-  return [
+/** What a ready database gives the app: the env that wires its credentials, and `DatabaseReady`. */
+export const wired = (db: PgDatabaseObject): Dependencies => ({
+  env: [
+    { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: db.status?.credentialsSecret, key: "uri" } } },
+  ],
+  conditions: [
     {
-      name: "DATABASE_URL",
-      valueFrom: { secretKeyRef: { name: db.status?.credentialsSecret ?? "", key: "uri" } },
-    },
-  ];
-}
-
-/** The `DatabaseReady` condition while the database dependent waits (not served, or not ready). */
-export function databaseWaiting(waiting: Waiting): { type: string; reason: string; message: string } {
-  if (waiting.reason === "NotServed")
-    return {
       type: "DatabaseReady",
-      reason: "PgDatabaseNotInstalled",
-      message: `spec.database.enabled needs the PgDatabase operator, but its CRD (${PGDATABASE_CRD}) is not installed: install it, or set spec.database.enabled to false`,
-    };
-  return {
-    type: "DatabaseReady",
-    reason: "DatabaseNotReady",
-    message: waiting.message.replace(/^waiting for dependent "database": PgDatabase [^:]*: /, ""),
-  };
-}
+      status: true,
+      reason: "Ready",
+      message: "PgDatabase is ready; DATABASE_URL wired",
+    },
+  ],
+});
+
+/** The `DatabaseReady` condition while the database dependent waits (its kind not served, or not ready). */
+export const waiting = (waiting: Waiting) =>
+  waiting.reason === "NotServed"
+    ? {
+        type: "DatabaseReady",
+        reason: "PgDatabaseNotInstalled",
+        message: `spec.database.enabled needs the PgDatabase operator, but its CRD (${PGDATABASE_CRD}) is not installed: install it, or set spec.database.enabled to false`,
+      }
+    : { type: "DatabaseReady", reason: "DatabaseNotReady", message: waiting.detail };
 
 /** A database asked for without the Secret that says where its server is. */
 export const SERVER_MISSING = {

@@ -2,17 +2,7 @@ import { after, controller, dependents, done, type ObjectOf } from "kubeloop";
 import { Deployment, Service } from "kubeloop/k8s";
 import { isDeleting } from "kubeloop/resources";
 import { OPERATOR_NAME, reconcileApp, reportWaiting } from "./app.ts";
-import {
-  CRD_POLL,
-  DATABASE_POLL,
-  databaseEnv,
-  databaseFor,
-  databaseReady,
-  databaseWaiting,
-  PgDatabase,
-  type PgDatabaseObject,
-  SERVER_MISSING,
-} from "./database.ts";
+import * as db from "./database.ts";
 import { MyApp } from "./resources.ts";
 
 export type MyAppObject = ObjectOf<typeof MyApp>;
@@ -25,13 +15,13 @@ const DATABASE_RECHECK = "1m";
  * while its CRD is installed). Switched off, the PgDatabase this MyApp made is deleted.
  */
 export const myAppDependents = dependents(MyApp, {
-  condition: false, // MyApp reports DatabaseReady and Ready itself
-  poll: DATABASE_POLL,
-  recheckServed: CRD_POLL,
-}).child("database", PgDatabase, databaseFor, {
-  when: (app) => app.spec.database?.enabled === true && Boolean(app.spec.database.serverSecret),
-  activeWhenServed: true,
-  ready: databaseReady,
+  condition: false,
+  poll: db.POLL,
+  recheckServed: db.CRD_POLL,
+}).child("database", db.PgDatabase, db.databaseFor, {
+  when: (app) => app.spec.database?.enabled === true,
+  activeWhenServed: true, // PgDatabases are not watched: database.ts says why
+  ready: db.databaseReady,
 });
 
 /**
@@ -45,37 +35,20 @@ export const myAppController = controller(MyApp)
   .named(OPERATOR_NAME)
   .owns(Deployment)
   .owns(Service)
-  // PgDatabases are read and created by name, and listed by their ApplySet label, not watched (database.ts says why).
-  .permits({
-    apiGroups: ["db.example.com"],
-    resources: ["pgdatabases"],
-    verbs: ["get", "list", "create", "update", "patch", "delete"],
-  })
+  .dependents(myAppDependents)
   .reconcile(async (app, ctx) => {
     // The Deployment, Service and PgDatabase go with it (garbage collection): nothing to apply.
     if (ctx.deleted || isDeleting(app)) return done();
-    const database = app.spec.database;
-    if (database?.enabled && !database.serverSecret) {
-      await reportWaiting(app, ctx, SERVER_MISSING);
-      return after(CRD_POLL);
+    if (app.spec.database?.enabled && !app.spec.database.serverSecret) {
+      await reportWaiting(app, ctx, db.SERVER_MISSING);
+      return after(db.CRD_POLL);
     }
     const children = await myAppDependents.reconcile(app, ctx);
     if (children.waitingFor) {
-      await reportWaiting(app, ctx, databaseWaiting(children.waitingFor));
+      await reportWaiting(app, ctx, db.waiting(children.waitingFor));
       return children.result;
     }
-    const db = children.applied.one<PgDatabaseObject>("database");
-    if (!db) return reconcileApp(app, ctx);
-    const result = await reconcileApp(app, ctx, {
-      env: databaseEnv(db),
-      conditions: [
-        {
-          type: "DatabaseReady",
-          status: true,
-          reason: "Ready",
-          message: "PgDatabase is ready; DATABASE_URL wired",
-        },
-      ],
-    });
-    return result.kind === "done" ? after(DATABASE_RECHECK) : result;
+    const database = children.applied.one<db.PgDatabaseObject>("database");
+    const result = await reconcileApp(app, ctx, database && db.wired(database));
+    return database && result.kind === "done" ? after(DATABASE_RECHECK) : result;
   });

@@ -1,5 +1,5 @@
-import { after, controller, done, type ObjectOf } from "kubeloop";
-import { Deployment, Pod, Service } from "kubeloop/k8s";
+import { after, controller, dependents, done, type ObjectOf } from "kubeloop";
+import { Deployment, Ingress, Pod, Service } from "kubeloop/k8s";
 import { Nginx } from "./resources.ts";
 
 export type NginxObject = ObjectOf<typeof Nginx>;
@@ -59,6 +59,30 @@ function serviceFor(nginx: NginxObject) {
     spec: { selector: labels, ports: [{ name: "http", port: 80, targetPort: "http" }] },
   };
 }
+
+/** The Ingress of `spec.ingress`: its host, all paths, to the Service's `http` port. */
+function ingressFor(nginx: NginxObject) {
+  const { host, className } = nginx.spec.ingress ?? { host: "" };
+  const name = nginx.metadata?.name ?? "";
+  const backend = { service: { name, port: { name: "http" } } };
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: { name, namespace: nginx.metadata?.namespace ?? "", labels: podLabels(nginx) },
+    spec: {
+      ...(className ? { ingressClassName: className } : {}),
+      rules: [{ host, http: { paths: [{ path: "/", pathType: "Prefix", backend }] } }],
+    },
+  };
+}
+
+/**
+ * What serves an Nginx's pods, declared: the Service, and the Ingress while `spec.ingress` is set.
+ * Unset, the Ingress this Nginx made is deleted (and no one else's: found by ApplySet membership).
+ */
+export const servingChildren = dependents(Nginx, { condition: false }) // Ready is the pods' (nginxController)
+  .child("service", Service, serviceFor)
+  .child("ingress", Ingress, ingressFor, { when: (nginx) => nginx.spec.ingress !== undefined });
 
 /**
  * WORKERS=<n>: n reconcile workers; WORKERS=adaptive:<min>-<max>: workers that follow the load
@@ -121,15 +145,12 @@ export const nginxController = withWorkers(controller(Nginx), process.env.WORKER
   });
 
 /**
- * Nginx → the Service in front of its pods (`<name>.<namespace>.svc`, port 80), owned by it. A
- * controller of its own: serving is a concern apart from running the pods, and the rollout's
- * reconciler (and its in-memory unit tests) stays the same.
+ * Nginx → what serves its pods (`servingChildren`: the Service, `<name>.<namespace>.svc` port 80,
+ * and an Ingress when asked), owned by it. A controller of its own: serving is a concern apart from
+ * running the pods, and the rollout's reconciler (and its in-memory unit tests) stays the same.
+ * Deleted, the Nginx's children go with it (garbage collection).
  */
 export const nginxServiceController = controller(Nginx)
   .named(`${OPERATOR_NAME}-service`)
-  .owns(Service)
-  .reconcile(async (nginx, ctx) => {
-    if (ctx.deleted) return done(); // the Service goes with it (garbage collection)
-    await ctx.apply(serviceFor(nginx));
-    return done();
-  });
+  .dependents(servingChildren)
+  .reconcile(async (nginx, ctx) => (await servingChildren.reconcile(nginx, ctx)).result);

@@ -1,5 +1,5 @@
 import { Conditions, defineResource, ObservedGeneration } from "kubeloop/resources";
-import Type, { type TInteger } from "typebox";
+import Type, { type TInteger, type TOptional } from "typebox";
 
 /**
  * The default runs as an unprivileged user on port 8080, so its pods pass Pod Security `restricted`
@@ -23,6 +23,27 @@ const status = Type.Object(
   { description: "The observed state, written by the operator." },
 );
 
+const ingress = Type.Object(
+  {
+    host: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+      description: "The host name an Ingress routes to the Service (a DNS name, lowercase).",
+    }),
+    className: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "The IngressClass to use; unset: the cluster's default class.",
+      }),
+    ),
+  },
+  {
+    description:
+      "Serve the pods outside the cluster through an Ingress. Unset: no Ingress (one made before is deleted).",
+  },
+);
+
 /** The spec of a version: the same fields, but the replica count's name changed in v1. */
 const specWith = <Name extends "replicas" | "count">(name: Name) =>
   Type.Object(
@@ -34,7 +55,8 @@ const specWith = <Name extends "replicas" | "count">(name: Name) =>
         description: "How many nginx pods to run (0–100).",
       }),
       image,
-    } as { [K in Name]: TInteger } & { image: typeof image },
+      ingress: Type.Optional(ingress),
+    } as { [K in Name]: TInteger } & { image: typeof image; ingress: TOptional<typeof ingress> },
     { description: "The desired state." },
   );
 

@@ -111,3 +111,22 @@ function runTool(
     });
   });
 }
+
+/** A backup's file must be there and match the checksum recorded when it was written. */
+export async function checkChecksum(backup: {
+  status?: { path?: string; sha256?: string } | undefined;
+}): Promise<void> {
+  const path = backup.status?.path ?? "";
+  const sha = await sha256File(path).catch((error: Error) => {
+    throw new RetryableError(`Backup file ${path} cannot be read: ${error.message}`, {
+      reason: "BackupUnreadable",
+    });
+  });
+  if (sha !== backup.status?.sha256)
+    throw new RetryableError(
+      `Backup file ${path} fails its checksum (sha256 ${sha}, recorded ${backup.status?.sha256})`,
+      {
+        reason: "BackupCorrupt",
+      },
+    );
+}

@@ -253,13 +253,17 @@ export function dependentsCases(backend: () => Backend): void {
         (c, applied) => configMap(c, "app", { db: applied.one("db")?.metadata?.name ?? "" }),
         { dependsOn: ["db"] },
       );
+    const details: string[] = [];
     await run(
       controller(Counter)
         .named("ready")
         .inNamespace(ns)
-        .owns(Deployment)
-        .owns(ConfigMap)
-        .reconcile(async (c, ctx) => (await children.reconcile(c, ctx)).result),
+        .dependents(children)
+        .reconcile(async (c, ctx) => {
+          const outcome = await children.reconcile(c, ctx);
+          details.push(outcome.waitingFor?.detail ?? "");
+          return outcome.result;
+        }),
     );
     await counter("p", ns, {});
     await until(async () => (await condition("p", ns))?.status === "False", 20_000, "DependentsReady=False");
@@ -267,6 +271,10 @@ export function dependentsCases(backend: () => Backend): void {
     expect(waiting?.reason).toBe("NotReady");
     expect(waiting?.message).toContain('"db"');
     expect(waiting?.message).toContain("Deployment db");
+    // The readiness answer alone, for a message of the primary's own words.
+    expect(details.map((detail) => `waiting for dependent "db": Deployment db: ${detail}`)).toContain(
+      waiting?.message,
+    );
     expect(events.some((e) => e.reason === "WaitingForDependent" && e.note?.includes('"db"'))).toBe(true);
     expect(await exists(ConfigMap, "app", ns)).toBe(false);
     // The Deployment controller's part, by hand: the rollout completes.

@@ -1,6 +1,7 @@
 import { setTimeout as wait } from "node:timers/promises";
 import type { KubeObject, ObjectRef, ResourceType } from "../client/index.js";
 import type { Clock } from "../queue/index.js";
+import { groupOf } from "../resources/internal.js";
 import { type AdaptiveConcurrency, adaptiveDefaults } from "./adaptive-workers.js";
 import {
   Controller,
@@ -20,7 +21,7 @@ import {
   timerSpec,
 } from "./object-tasks.js";
 import type { Predicate } from "./predicates.js";
-import type { PolicyRule } from "./rbac.js";
+import { OWN_VERBS, type PolicyRule, pluralOf } from "./rbac.js";
 import { type Duration, parseDuration } from "./result.js";
 
 /**
@@ -71,6 +72,31 @@ export class ControllerBuilder<T extends KubeObject> {
       metadataOnly: options.metadataOnly ?? false,
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
     });
+    return this;
+  }
+
+  /**
+   * The kinds a `dependents(…)` declaration makes, in one call: each kind that is always served is
+   * owned (as `.owns`: its changes wake the primary, its members are read from the cache); a kind
+   * declared `activeWhenServed` gets only the RBAC to make, list and delete it, without a watch (a
+   * watch of a kind whose CRD is not installed would keep the caches from syncing).
+   *
+   * @example
+   * ```ts
+   * controller(Site)
+   *   .dependents(siteChildren) // .owns(ConfigMap).owns(Deployment), and RBAC for a ServiceMonitor
+   *   .reconcile(async (site, ctx) => (await siteChildren.reconcile(site, ctx)).result);
+   * ```
+   */
+  dependents(children: DeclaredChildren): this {
+    for (const type of children.ownedTypes)
+      if (!this.spec.owns.some((owned) => owned.type === type)) this.owns(type);
+    for (const type of children.optionalTypes)
+      this.permits({
+        apiGroups: [groupOf(type.apiVersion)],
+        resources: [pluralOf(type)],
+        verbs: [...OWN_VERBS],
+      });
     return this;
   }
 
@@ -322,6 +348,14 @@ export function checkNamespaces(namespaces: readonly string[], where: string): r
 export interface WatchOptions<U extends KubeObject> {
   predicates?: Predicate<U>[];
   labelSelector?: string;
+}
+
+/** What `.dependents(…)` reads of a declaration (a `Dependents` from `dependents(…)`). */
+export interface DeclaredChildren {
+  /** Kinds always served: owned. */
+  readonly ownedTypes: readonly ResourceType[];
+  /** Kinds only active while served (`activeWhenServed`): RBAC only, no watch. */
+  readonly optionalTypes: readonly ResourceType[];
 }
 
 /** Starts a controller definition for a primary type. */

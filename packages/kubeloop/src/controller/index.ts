@@ -16,7 +16,7 @@
 
 export type { ObjectRef } from "../client/index.js";
 export type { AdaptiveConcurrency } from "./adaptive-workers.js";
-export { ControllerBuilder, controller, type WatchOptions } from "./builder.js";
+export { ControllerBuilder, controller, type DeclaredChildren, type WatchOptions } from "./builder.js";
 export type { CacheReader, Condition, EventSink, ReconcileContext, StatusOptions } from "./context.js";
 export {
   Controller,

@@ -33,6 +33,8 @@ export interface PolicyRule {
 
 const READ = ["get", "list", "watch"];
 const OWN = ["get", "list", "watch", "create", "update", "patch", "delete"];
+/** What an owned kind needs: read, watch, and everything server-side apply and cleanup do. */
+export const OWN_VERBS: readonly string[] = OWN;
 
 /** What RBAC derivation reads of a controller's spec. */
 export interface DeclaredTypes {
@@ -159,7 +161,8 @@ function sortVerbs(verbs: string[]): string[] {
   return verbs.sort((a, b) => VERB_ORDER.indexOf(a) - VERB_ORDER.indexOf(b));
 }
 
-function pluralOf(type: ResourceType): string {
+/** The resource name RBAC uses for a type; an error naming the fix when the type has none. */
+export function pluralOf(type: ResourceType): string {
   if (!type.plural) {
     throw new TypeError(
       `${type.kind} (${type.apiVersion}) has no plural: give resourceType(…) a plural, or use defineResource, so RBAC can name it`,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { resourceType } from "../../client/index.js";
 import { ConfigMap, Deployment } from "../../k8s/index.js";
+import { controller } from "../builder.js";
+import { rbacRules } from "../rbac.js";
 import {
   APPLYSET_PART_OF_LABEL,
   applySetId,
@@ -27,6 +29,30 @@ const node = (name: string, dependsOn: string[] = []) => ({ name, dependsOn });
 const ctx = { client: undefined as never, signal: new AbortController().signal };
 
 describe("a dependents declaration", () => {
+  it("given to a controller, owns the kinds always served and grants RBAC without a watch for the others", () => {
+    const Monitor = resourceType("monitoring.example.com/v1", "Monitor", {
+      plural: "monitors",
+      namespaced: true,
+    });
+    const children = dependents(Thing)
+      .child("config", ConfigMap, () => cm("config"))
+      .child("web", Deployment, () => undefined)
+      .child("monitor", Monitor, () => undefined, { activeWhenServed: true });
+    const spec = controller(Thing)
+      .owns(ConfigMap)
+      .dependents(children)
+      .reconcile(() => undefined).spec;
+    expect(spec.owns.map((owned) => owned.type.kind)).toEqual(["ConfigMap", "Deployment"]);
+    expect(rbacRules([spec])).toContainEqual({
+      apiGroups: ["monitoring.example.com"],
+      resources: ["monitors"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    });
+    expect(spec.watches).toEqual([]);
+    const Nameless = resourceType("monitoring.example.com/v1", "Nameless");
+    const unnamed = dependents(Thing).child("n", Nameless, () => undefined, { activeWhenServed: true });
+    expect(() => controller(Thing).dependents(unnamed)).toThrow(/Nameless .* has no plural/);
+  });
   it("refuses a dependency on a child not declared before, naming it", () => {
     expect(() => dependents(Thing).child("b", ConfigMap, () => cm("b"), { dependsOn: ["a"] })).toThrow(
       /dependent "b" depends on "a": declare "a" first/,

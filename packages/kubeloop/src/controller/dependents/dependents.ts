@@ -40,8 +40,7 @@ const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
  *   });
  *
  * controller(Site)
- *   .owns(ConfigMap)
- *   .owns(Deployment)
+ *   .dependents(children) // owns ConfigMap and Deployment
  *   .reconcile(async (site, ctx) => (await children.reconcile(site, ctx)).result);
  * ```
  */
@@ -104,9 +103,22 @@ export class Dependents<P extends KubeObject> {
     return cleanupDependents(this.declaration(), primary, ctx);
   }
 
-  /** The types of the children: give them to `.owns(…)` so their changes wake the primary. */
+  /** The types of the children: give the declaration to the builder's `.dependents(…)`, which owns them. */
   get types(): ResourceType[] {
     return [...new Set(this.nodes.map((node) => node.type))];
+  }
+
+  /** The kinds some child needs always served: `.dependents(…)` owns them (watched, cached). */
+  get ownedTypes(): ResourceType[] {
+    return this.types.filter((type) =>
+      this.nodes.some((node) => node.type === type && !node.options.activeWhenServed),
+    );
+  }
+
+  /** The kinds only `activeWhenServed` children make: `.dependents(…)` grants RBAC, without a watch. */
+  get optionalTypes(): ResourceType[] {
+    const owned = this.ownedTypes;
+    return this.types.filter((type) => !owned.includes(type));
   }
 
   private add<U extends KubeObject>(

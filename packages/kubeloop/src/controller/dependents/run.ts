@@ -27,7 +27,7 @@ import type {
 
 /** Where one declared child stands after this pass. */
 type State =
-  | { kind: "applied"; objects: KubeObject[]; ready: true | string }
+  | { kind: "applied"; objects: KubeObject[]; ready: true | { object: string; detail: string } }
   | { kind: "unwanted" }
   | { kind: "inactive" }
   | { kind: "blocked" };
@@ -111,18 +111,14 @@ async function reconcileChild<P extends KubeObject>(
   if (list.length === 0) return { kind: "unwanted" };
   checkDesired(node, list, primary);
   const objects = await Promise.all(list.map((object) => ctx.apply(asMember(object, setId, node.name))));
-  let ready: true | string = true;
-  if (node.options.ready) {
-    for (const object of objects) {
-      const answer = await node.options.ready(object, { client: ctx.client, signal: ctx.signal });
-      if (answer !== true) {
-        const name = `${object.kind ?? node.type.kind} ${object.metadata?.name ?? ""}`;
-        ready = `${name}: ${answer === false ? "not ready" : answer}`;
-        break;
-      }
+  for (const object of node.options.ready ? objects : []) {
+    const answer = await node.options.ready?.(object, { client: ctx.client, signal: ctx.signal });
+    if (answer !== true) {
+      const name = `${object.kind ?? node.type.kind} ${object.metadata?.name ?? ""}`;
+      return { kind: "applied", objects, ready: { object: name, detail: answer || "not ready" } };
     }
   }
-  return { kind: "applied", objects, ready };
+  return { kind: "applied", objects, ready: true };
 }
 
 /** Each desired object is of the declared kind, named, in the primary's namespace, and named once. */
@@ -192,17 +188,21 @@ function firstWaiting<P extends KubeObject>(
 ): Waiting | undefined {
   for (const node of declaration.nodes) {
     const state = states.get(node.name);
-    if (state?.kind === "inactive")
+    if (state?.kind === "inactive") {
+      const detail = `the API server does not serve ${node.type.kind} (${node.type.apiVersion}); is its CRD installed?`;
       return {
         child: node.name,
         reason: "NotServed",
-        message: `dependent "${node.name}": the API server does not serve ${node.type.kind} (${node.type.apiVersion}); is its CRD installed?`,
+        message: `dependent "${node.name}": ${detail}`,
+        detail,
       };
+    }
     if (state?.kind === "applied" && state.ready !== true)
       return {
         child: node.name,
         reason: "NotReady",
-        message: `waiting for dependent "${node.name}": ${state.ready}`,
+        message: `waiting for dependent "${node.name}": ${state.ready.object}: ${state.ready.detail}`,
+        detail: state.ready.detail,
       };
   }
   return undefined;

@@ -71,7 +71,10 @@ export interface Waiting {
   child: string;
   /** `NotReady`, or `NotServed` (its kind is not served). */
   reason: "NotReady" | "NotServed";
+  /** The condition's message: which child, which object, and `detail`. */
   message: string;
+  /** What the child's readiness answered (or that its kind is not served), for a message of your own. */
+  detail: string;
 }
 
 /** What a reconcile of the children did. */

@@ -1,0 +1,77 @@
+// The Nginx's serving children as declared dependents, envtest-style: a real kube-apiserver (no
+// controller-manager: nothing here needs pods) and the serving controller in a Manager in this
+// process. Before the port, the operator had no Ingress to offer, and nothing deleted a child it
+// stopped wanting.
+import { Client, Manager } from "kubeloop";
+import { Ingress, Service } from "kubeloop/k8s";
+import { ControlPlane, type CrdObject, pollUntil } from "kubeloop/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nginxServiceController } from "../src/nginx.ts";
+import { Nginx } from "../src/resources.ts";
+
+const NS = "default";
+/** The labels the operator puts on what it makes for the Nginx `web`. */
+const LABELS = {
+  "app.kubernetes.io/name": "nginx",
+  "app.kubernetes.io/instance": "web",
+  "app.kubernetes.io/managed-by": "nginx-operator",
+};
+
+let plane: ControlPlane;
+let client: Client;
+let manager: Manager;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  plane = await new ControlPlane({ profile: "apiserver" }).start();
+  await plane.installCrdObjects([Nginx.crd() as unknown as CrdObject]);
+  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  manager = new Manager({ client, metrics: false, probes: false, handleSignals: false, logLevel: "warn" });
+  manager.add(nginxServiceController);
+  running = manager.start();
+  await Promise.race([manager.ready, running]);
+});
+afterAll(async () => {
+  await manager?.stop();
+  await running?.catch(() => {});
+  await client?.close();
+  await plane?.stop();
+});
+
+const ingress = (name: string) => client.get(Ingress, name, { namespace: NS }).catch(() => undefined);
+
+describe("nginx's Service and Ingress, declared as dependents", () => {
+  it("switching the Ingress off deletes the one it made, and not someone else's with the same labels", async () => {
+    const rule = { host: "other.example.com" };
+    await client.create({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name: "web-by-hand", namespace: NS, labels: LABELS },
+      spec: { defaultBackend: { service: { name: "web", port: { name: "http" } } }, rules: [rule] },
+    });
+    await client.create({
+      apiVersion: Nginx.apiVersion,
+      kind: "Nginx",
+      metadata: { name: "web", namespace: NS },
+      spec: { replicas: 1, image: "nginxinc/nginx-unprivileged:1.27", ingress: { host: "web.example.com" } },
+    } as never);
+    await pollUntil(async () => (await ingress("web")) !== undefined, {
+      timeoutMs: 20_000,
+      message: "the Nginx's Ingress",
+    });
+    const made = await ingress("web");
+    expect(made?.spec?.rules?.[0]?.host).toBe("web.example.com");
+    expect(made?.spec?.rules?.[0]?.http?.paths[0]?.backend.service).toEqual({
+      name: "web",
+      port: { name: "http" },
+    });
+
+    await client.patch(Nginx, "web", { spec: { ingress: null } }, { namespace: NS, type: "merge" });
+    await pollUntil(async () => (await ingress("web")) === undefined, {
+      timeoutMs: 20_000,
+      message: "the Nginx's Ingress deleted",
+    });
+    expect(await ingress("web-by-hand")).toBeDefined();
+    expect((await client.get(Service, "web", { namespace: NS })).spec?.ports?.[0]?.port).toBe(80);
+  });
+});
