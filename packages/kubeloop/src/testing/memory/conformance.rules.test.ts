@@ -89,6 +89,12 @@ describe("Deployment validation", () => {
       await step(t, () => c.create(d));
     }
   });
+  conformance("a status patch's undefined fields are left out, as JSON leaves them", async (c, ns, t) => {
+    await step(t, () => c.create(widget(ns, { spec: { size: 1 } })));
+    await step(t, () =>
+      c.patch(Widget, "w", { status: { ready: undefined, count: 2 } }, { namespace: ns, subresource: "status" }),
+    );
+  });
   conformance("strategic merge patch merges containers by name", async (c, ns, t) => {
     await step(t, () => c.create(KINDS[2]?.make(ns, "d") as KubeObject));
     await step(t, () =>

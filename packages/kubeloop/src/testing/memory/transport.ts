@@ -31,8 +31,11 @@ export class MemoryTransport implements ApiTransport {
 
   async request(request: HttpRequest): Promise<HttpResponse> {
     try {
+      // The body as the wire would carry it: JSON drops `undefined` fields, so patches and
+      // status writes built with optional properties mean here what they mean to a real server.
       const response = await this.api.handle({
         ...request,
+        ...(request.body === undefined ? {} : { body: clone(request.body) }),
         userAgent: this.userAgent,
         ...(this.user ? { user: this.user } : {}),
       });
