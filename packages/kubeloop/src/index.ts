@@ -55,7 +55,7 @@ export {
   TerminalError,
   terminal,
 } from "./controller/index.js";
-export { Manager, type ManagerOptions, type Runnable, type RunnableGroup } from "./manager/index.js";
+export { Manager, type ManagerOptions, type Runnable, type RunnableContext, type RunnableGroup } from "./manager/index.js";
 export {
   type Condition,
   controllerReference,

@@ -113,16 +113,19 @@ export function checkInformers(
   if (failures.length) throw new Error(failures.join("; "));
 }
 
-/** Waits for every informer to sync; past `timeoutMs`, fails naming each that has not and why. */
-export async function waitForSync(registry: InformerRegistry, timeoutMs: number): Promise<void> {
+/** Waits for these informers to sync; past `timeoutMs`, fails naming each that has not and why. */
+export async function waitForSync(
+  informers: readonly Informer<KubeObject>[],
+  timeoutMs: number,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), timeoutMs);
   });
-  const result = await Promise.race([registry.waitForSync(), timeout]);
+  const result = await Promise.race([Promise.all(informers.map((informer) => informer.synced)), timeout]);
   clearTimeout(timer);
   if (result !== "timeout") return;
-  const causes = registry.informers
+  const causes = informers
     .filter((informer) => !informer.isSynced)
     .map((informer) => informerProblem(informer, "no answer from the API server"));
   throw new Error(`Caches did not sync within ${timeoutMs / 1000}s:\n  ${causes.join("\n  ")}`);

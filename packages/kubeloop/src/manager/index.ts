@@ -49,7 +49,7 @@ export {
   type MetricsAuthOptions,
   MetricsAuthorizer,
 } from "./metrics-auth.js";
-export { RUNNABLE_GROUPS, type Runnable, type RunnableGroup } from "./runnables.js";
+export { RUNNABLE_GROUPS, type Runnable, type RunnableContext, type RunnableGroup } from "./runnables.js";
 export type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 export {
   RING_LABEL,

@@ -11,6 +11,7 @@ import type { ClusterProvider, Clusters } from "./clusters.js";
 import {
   type ControllersEnvironment,
   checkInformers,
+  prepareController,
   prepareControllers,
   waitForSync,
 } from "./controllers.js";
@@ -38,10 +39,18 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
  *
  * Everything it runs is a runnable in a group (runnables.ts), started in this order and stopped in
  * the reverse one: `servers` (probes, metrics) → `webhooks` → `caches` (informers start and sync,
- * also on standby replicas) → `always` → leadership is won (if elected) → `leader` (controllers,
- * clusters). Shutdown (SIGTERM/SIGINT or `stop()`): the `leader` group stops (controllers finish
- * what they hold, up to the grace period) → the Lease is released → the other groups stop → the
- * client closes → `start()` resolves. `addRunnable` adds components of your own to a group.
+ * also on standby replicas) → `always` → leadership is won (if elected) → `leader` (each
+ * controller, each cluster set). Shutdown (SIGTERM/SIGINT or `stop()`): the `leader` group stops
+ * (controllers finish what they hold, up to the grace period) → the Lease is released → the other
+ * groups stop → the client closes → `start()` resolves. `addRunnable` adds components of your own
+ * to a group.
+ *
+ * Controllers, cluster sets and runnables may also be added after `start()`: one added to a group
+ * that runs starts at once (a controller once its own informers have synced), one added to a group
+ * not started yet starts with it; once the manager is stopping, adding throws. Webhooks are served
+ * from the start only (`addWebhooks` after `start()` throws). A runnable that fails (its
+ * `context.fail(error)`, or a `start()` that rejects after start-up) stops the manager, and
+ * `start()` then rejects with that error: a process whose main awaits it exits non-zero.
  *
  * @example
  * ```ts
@@ -67,7 +76,6 @@ export class Manager {
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
   private shardingInstance: Sharding | undefined;
-  private readonly clusterSets: { clusters: Clusters; provider: ClusterProvider }[] = [];
   /** 429s and latency of the manager's client, for controllers with adaptive workers. */
   private readonly apiPressure = new ApiPressure();
   private tracing: Tracing | undefined;
@@ -75,6 +83,10 @@ export class Manager {
   /** Leadership was lost: the controllers stop without grace. */
   private lost = false;
   private stopping: Promise<void> | undefined;
+  /** The first runnable failure: `start()` rejects with it once the manager has stopped. */
+  private failure: Error | undefined;
+  /** The controllers added so far have been prepared: one added now is prepared when added. */
+  private controllersPrepared = false;
   private resolveStopped!: () => void;
   private readonly stopped = new Promise<void>((resolve) => {
     this.resolveStopped = resolve;
@@ -98,7 +110,7 @@ export class Manager {
       ? checkNamespaces(options.namespaces, "Manager namespaces")
       : resolved.namespaces;
     this.logger = resolved.logger ?? pino({ level: resolved.logLevel ?? "info" });
-    this.runnables = new RunnableGroups(this.logger);
+    this.runnables = new RunnableGroups(this.logger, (name, error) => this.fail(name, error));
     this.servers = new ManagerServers({
       options: resolved,
       metrics: () => this.metrics,
@@ -118,7 +130,10 @@ export class Manager {
     this.runnables.add("caches", {
       name: "informers",
       start: () =>
-        waitForSync(this.registry, this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS),
+        waitForSync(
+          this.registry.informers,
+          this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+        ),
       stop: async () => {
         await this.registryInstance?.stopAll();
       },
@@ -128,25 +143,6 @@ export class Manager {
       start: () => {},
       stop: async () => {
         await Promise.all(this.recorders.map((r) => r.close()));
-      },
-    });
-    this.runnables.add("leader", {
-      name: "controllers",
-      start: () => {
-        for (const controller of this.controllers) controller.start();
-      },
-      stop: async () => {
-        const grace = this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS);
-        await Promise.all(this.controllers.map((c) => c.stop(grace)));
-      },
-    });
-    this.runnables.add("leader", {
-      name: "clusters",
-      start: () => {
-        for (const { clusters, provider } of this.clusterSets) void clusters.start(provider);
-      },
-      stop: async () => {
-        await Promise.all(this.clusterSets.map(({ clusters }) => clusters.stop()));
       },
     });
   }
@@ -194,7 +190,16 @@ export class Manager {
     return this.elector ? this.elector.isLeader : this.leading;
   }
 
+  /**
+   * Runs `controller` in the `leader` group. Added after `start()`, it is prepared at once (its
+   * informers start through the shared registry) and starts once they have synced, if this replica
+   * leads; not with `sharding`, whose informers are chosen at start.
+   */
   add<T extends KubeObject>(controller: Controller<T>): this {
+    if (this.controllersPrepared && this.options.sharding)
+      throw new Error(
+        `Cannot add controller "${controller.name}" after start() with sharding: the shards' types are fixed at start. Add it before start().`,
+      );
     if (
       this.controllers.some((c) => c.name === controller.name) ||
       this.followers.some((f) => f.controllerName === controller.name)
@@ -207,15 +212,44 @@ export class Manager {
       // Runs while its kinds are served, after the other controllers (crd-follower.ts).
       const follower = new CrdFollower(controller as unknown as Controller<KubeObject>, {
         env: () => this.controllersEnvironment(),
-        graceMs: () => (this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS)),
+        graceMs: () => this.graceMs(),
         logger: this.logger,
       });
-      this.followers.push(follower);
       this.runnables.add("leader", follower);
+      this.followers.push(follower);
       return this;
     }
-    this.controllers.push(controller as unknown as Controller<KubeObject>);
+    const added = controller as unknown as Controller<KubeObject>;
+    // Added after the others were prepared: its informers start now (warm on a standby too).
+    const late = this.controllersPrepared;
+    this.runnables.add("leader", this.controllerRunnable(added, late));
+    if (late) prepareController(added, this.controllersEnvironment());
+    this.controllers.push(added);
     return this;
+  }
+
+  /**
+   * A controller as a runnable. One added after the others were prepared (`late`) has been
+   * prepared when added, and waits for its own informers (up to the cache sync timeout) to start.
+   */
+  private controllerRunnable(controller: Controller<KubeObject>, late: boolean): Runnable {
+    return {
+      name: `controller "${controller.name}"`,
+      start: async () => {
+        if (late)
+          await waitForSync(
+            controller.allInformers,
+            this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+          );
+        controller.start();
+      },
+      stop: () => controller.stop(this.graceMs()),
+    };
+  }
+
+  /** How long controllers may finish what they hold when stopped: none once leadership is lost. */
+  private graceMs(): number {
+    return this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS);
   }
 
   /**
@@ -224,12 +258,22 @@ export class Manager {
    * released. See `clusters.ts`.
    */
   addClusters(clusters: Clusters, provider: ClusterProvider): this {
-    this.clusterSets.push({ clusters, provider });
+    this.runnables.add("leader", {
+      name: "clusters",
+      start: () => {
+        void clusters.start(provider);
+      },
+      stop: () => clusters.stop(),
+    });
     return this;
   }
 
-  /** Serves these webhooks (see `defineWebhooks`) from the manager's webhook server. */
+  /** Serves these webhooks (see `defineWebhooks`) from the manager's webhook server; before `start()` only. */
   addWebhooks(...definitions: WebhookDefinition[]): this {
+    if (this.clientInstance)
+      throw new Error(
+        "Cannot add webhooks after start(): the webhook server's handlers are fixed when it starts. Call addWebhooks before start().",
+      );
     this.webhookDefinitions.push(...definitions);
     return this;
   }
@@ -244,7 +288,10 @@ export class Manager {
     return this;
   }
 
-  /** Runs until stopped (signal or `stop()`); rejects if start-up fails. */
+  /**
+   * Runs until stopped (signal or `stop()`); rejects if start-up fails, or, once stopped, with the
+   * error of a runnable that failed the manager.
+   */
   async start(): Promise<void> {
     if (this.options.handleSignals ?? true) this.handleSignals();
     try {
@@ -259,6 +306,18 @@ export class Manager {
       throw error;
     }
     await this.stopped;
+    if (this.failure) throw this.failure;
+  }
+
+  /** A runnable cannot go on: the manager stops, and `start()` rejects with its error. */
+  private fail(runnable: string, error: Error): void {
+    if (this.failure || this.stopping) {
+      this.logger.error({ err: error, runnable }, "runnable failed while the manager stops");
+      return;
+    }
+    this.failure = error;
+    this.logger.error({ err: error, runnable }, "runnable failed; stopping the manager");
+    void this.stop();
   }
 
   /** Stops gracefully; safe to call more than once. */
@@ -341,6 +400,7 @@ export class Manager {
 
   private prepareControllers(client: Client, registry: InformerRegistry): void {
     prepareControllers(this.controllers, this.controllersEnvironment(client, registry));
+    this.controllersPrepared = true;
   }
 
   /** What controllers are prepared with (also those that follow their CRDs, when they start). */
@@ -408,6 +468,7 @@ export class Manager {
   private async shutDown(): Promise<void> {
     this.logger.info("shutting down");
     const { runnables } = this;
+    runnables.close();
     await runnables.stop("leader");
     await runnables.step("leader election", this.elector?.stop());
     await runnables.step("sharding", this.shardingInstance?.stop());
