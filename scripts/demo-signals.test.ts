@@ -77,7 +77,8 @@ let seen: Proc[] = [];
 
 afterAll(() => {
   // Whatever the outcome, nothing of this test stays behind.
-  for (const p of demoProcesses(demo?.pid ?? -1)) {
+  // (`seen` too: once the top npm has gone, its leftovers are no longer its descendants.)
+  for (const p of [...seen, ...demoProcesses(demo?.pid ?? -1)]) {
     try {
       process.kill(p.pid, "SIGKILL");
     } catch {}
@@ -100,7 +101,11 @@ describe("npm run demo", () => {
     const exited = new Promise<number | null>((resolve) => demo?.on("exit", (code) => resolve(code)));
 
     // The cluster is up once its nodes are listed and the next step begins.
-    await waitFor(() => output.includes("Install the Nginx CRD"), 50_000, () => `the demo's cluster\n${output}`);
+    await waitFor(
+      () => output.includes("Install the Nginx CRD"),
+      50_000,
+      () => `the demo's cluster\n${output}`,
+    );
     seen = demoProcesses(demo.pid ?? -1);
     const commands = seen.map((p) => p.command).join("\n");
     // What is about to be checked: the chain and the cluster are there.
@@ -119,7 +124,10 @@ describe("npm run demo", () => {
     await waitFor(
       () => alive().length === 0,
       30_000,
-      () => `processes left:\n${alive().map((p) => `${p.pid} ${p.command}`).join("\n")}`,
+      () =>
+        `processes left:\n${alive()
+          .map((p) => `${p.pid} ${p.command}`)
+          .join("\n")}`,
     );
     expect(alive()).toEqual([]);
   });
