@@ -25,7 +25,7 @@ import { Sharding } from "./sharding/index.js";
 import { startTracing, type Tracing } from "./tracing.js";
 
 export type { ManagerOptions, ManagerWebhookOptions, MetricsServing } from "./options.js";
-export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, watchNamespaces } from "./options.js";
+export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, parseWorkers, watchNamespaces } from "./options.js";
 export { DEFAULT_METRICS_PORT, DEFAULT_PROBES_PORT, DEFAULT_SECURE_METRICS_PORT } from "./servers.js";
 
 /** controller-runtime's CacheSyncTimeout default. */
@@ -208,6 +208,7 @@ export class Manager {
         `A controller named "${controller.name}" was already added: give each a unique .named(…)`,
       );
     }
+    withWorkers(controller as unknown as Controller<KubeObject>, this.options.workers);
     if (controller.spec.followCrds) {
       // Runs while its kinds are served, after the other controllers (crd-follower.ts).
       const follower = new CrdFollower(controller as unknown as Controller<KubeObject>, {
@@ -274,6 +275,11 @@ export class Manager {
       throw new Error(
         "Cannot add webhooks after start(): the webhook server's handlers are fixed when it starts. Call addWebhooks before start().",
       );
+    if (this.options.webhooks === false) {
+      const kinds = definitions.map((d) => d.resource.kind);
+      this.logger.info({ kinds }, "webhooks are off (webhooks: false, ENABLE_WEBHOOKS=false): not served");
+      return this;
+    }
     this.webhookDefinitions.push(...definitions);
     return this;
   }
@@ -511,4 +517,19 @@ function waitingFor(followers: readonly CrdFollower[]): (() => string | undefine
     );
     return waiting.length ? waiting.join("; ") : undefined;
   };
+}
+
+/**
+ * The manager's `workers` (from `WORKERS`), over the controller's own: a deploy-time knob. A
+ * number is that many workers; bounds are adaptive workers.
+ */
+function withWorkers(controller: Controller<KubeObject>, workers: ManagerOptions["workers"]): void {
+  if (workers === undefined) return;
+  if (typeof workers === "number") {
+    controller.spec.concurrency = workers;
+    controller.spec.adaptive = undefined;
+    return;
+  }
+  controller.spec.adaptive = workers;
+  controller.spec.concurrency = workers.min ?? 1;
 }
