@@ -7,8 +7,12 @@ import type { ApiPressure, ControllerMetricsSink, ShardGate } from "../controlle
 import { EventRecorder } from "../resources/index.js";
 import type { Metrics } from "./metrics.js";
 
-/** What the manager hands its controllers. */
-export interface ControllersEnvironment {
+/**
+ * The manager's parts its controllers share (client, informer registry, metrics, the shard gate…).
+ * From them {@link prepareController} makes each controller's own `ControllerEnvironment` (its
+ * event recorder, its metric hooks): this is the manager's side, that one a controller's.
+ */
+export interface ManagerParts {
   client: Client;
   registry: InformerRegistry;
   namespaces: readonly string[] | undefined;
@@ -25,7 +29,7 @@ export interface ControllersEnvironment {
  * Hands each controller its environment (informers through the registry, an event recorder,
  * metrics, the shard gate), and makes the informers' failures and health visible.
  */
-export function prepareControllers(controllers: Controller<KubeObject>[], env: ControllersEnvironment): void {
+export function prepareControllers(controllers: Controller<KubeObject>[], env: ManagerParts): void {
   const { registry, logger } = env;
   for (const controller of controllers) prepareController(controller, env);
   logger.info(
@@ -54,7 +58,7 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
 }
 
 /** Hands one controller its environment: an event recorder, metrics, the shard gate, the registry. */
-export function prepareController(controller: Controller<KubeObject>, env: ControllersEnvironment): void {
+export function prepareController(controller: Controller<KubeObject>, env: ManagerParts): void {
   const { client, registry, logger } = env;
   const recorder = new EventRecorder(client, {
     reportingController: controller.name,

@@ -9,8 +9,8 @@ import type { EventRecorder } from "../resources/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import type { ClusterProvider, Clusters } from "./clusters.js";
 import {
-  type ControllersEnvironment,
   checkInformers,
+  type ManagerParts,
   prepareController,
   prepareControllers,
   waitForSync,
@@ -212,7 +212,7 @@ export class Manager {
     if (controller.spec.followCrds) {
       // Runs while its kinds are served, after the other controllers (crd-follower.ts).
       const follower = new CrdFollower(controller as unknown as Controller<KubeObject>, {
-        env: () => this.controllersEnvironment(),
+        env: () => this.managerParts(),
         graceMs: () => this.graceMs(),
         logger: this.logger,
       });
@@ -224,7 +224,7 @@ export class Manager {
     // Added after the others were prepared: its informers start now (warm on a standby too).
     const late = this.controllersPrepared;
     this.runnables.add("leader", this.controllerRunnable(added, late));
-    if (late) prepareController(added, this.controllersEnvironment());
+    if (late) prepareController(added, this.managerParts());
     this.controllers.push(added);
     return this;
   }
@@ -405,15 +405,15 @@ export class Manager {
   }
 
   private prepareControllers(client: Client, registry: InformerRegistry): void {
-    prepareControllers(this.controllers, this.controllersEnvironment(client, registry));
+    prepareControllers(this.controllers, this.managerParts(client, registry));
     this.controllersPrepared = true;
   }
 
   /** What controllers are prepared with (also those that follow their CRDs, when they start). */
-  private controllersEnvironment(
+  private managerParts(
     client: Client = this.client,
     registry: InformerRegistry = this.registry,
-  ): ControllersEnvironment {
+  ): ManagerParts {
     return {
       client,
       registry,
