@@ -6,8 +6,8 @@
 //   --dir <path>  keep the cluster there instead of .kubeloop/demo (a second demo beside a first)
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(root, "packages/kubeloop/dist/cli/main.js");
