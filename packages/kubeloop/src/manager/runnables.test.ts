@@ -30,7 +30,14 @@ function recorder(log: string[], replica: string, name: string): Runnable {
 
 /** A manager without leader election: its `leader` group starts once the caches have synced. */
 function single(): Manager {
-  return new Manager({ client, probes: false, metrics: false, tracing: false, handleSignals: false });
+  return new Manager({
+    client,
+    probes: false,
+    metrics: false,
+    tracing: false,
+    handleSignals: false,
+    logLevel: process.env.TEST_LOG ?? "silent",
+  });
 }
 
 function replica(log: string[], name: string): Manager {
