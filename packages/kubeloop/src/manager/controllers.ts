@@ -36,16 +36,7 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: M
     { namespaces: env.namespaces ?? "all" },
     env.namespaces ? `watching namespaces ${env.namespaces.join(", ")}` : "watching all namespaces",
   );
-  // A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged
-  // each time it is retried, naming the namespace and the grant that is missing.
-  for (const informer of registry.informers) {
-    informer.onError((error) =>
-      logger.warn(
-        { err: error, kind: informer.type.kind, namespace: informer.namespace },
-        `${describeInformer(informer)}: list/watch error; retrying with backoff`,
-      ),
-    );
-  }
+  logInformerErrors(registry.informers, logger);
   env.metrics?.observeInformers(() =>
     registry.informers.map((informer) => ({
       kind: informer.type.kind,
@@ -55,6 +46,21 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: M
       bytes: informer.approximateBytes(),
     })),
   );
+}
+
+/**
+ * A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged each
+ * time it is retried, naming the namespace and the grant that is missing.
+ */
+export function logInformerErrors(informers: readonly Informer<KubeObject>[], logger: Logger): void {
+  for (const informer of informers) {
+    informer.onError((error) =>
+      logger.warn(
+        { err: error, kind: informer.type.kind, namespace: informer.namespace },
+        `${describeInformer(informer)}: list/watch error; retrying with backoff`,
+      ),
+    );
+  }
 }
 
 /** Hands one controller its environment: an event recorder, metrics, the shard gate, the registry. */

@@ -10,6 +10,7 @@ import type { WebhookDefinition } from "../webhook/index.js";
 import type { ClusterProvider, Clusters } from "./clusters.js";
 import {
   checkInformers,
+  logInformerErrors,
   type ManagerParts,
   prepareController,
   prepareControllers,
@@ -224,7 +225,15 @@ export class Manager {
     // Added after the others were prepared: its informers start now (warm on a standby too).
     const late = this.controllersPrepared;
     this.runnables.add("leader", this.controllerRunnable(added, late));
-    if (late) prepareController(added, this.managerParts());
+    if (late) {
+      const before = new Set(this.registry.informers);
+      prepareController(added, this.managerParts());
+      // The informers it brought (others it shares already log their errors).
+      logInformerErrors(
+        this.registry.informers.filter((informer) => !before.has(informer)),
+        this.logger,
+      );
+    }
     this.controllers.push(added);
     return this;
   }
