@@ -1,18 +1,23 @@
 // `npm run demo`: the nginx operator on a live local cluster, shown through the machine's kubectl.
 // It starts the cluster profile, installs the Nginx CRD, runs the operator, applies a sample and
 // shows it converging, its admission and conversion webhooks at work; then it keeps running until
-// Ctrl-C.
-//   --exit   stop everything after showing it (what CI-like runs want)
+// Ctrl-C, SIGTERM or SIGHUP, which stop the operator and the cluster.
+//   --exit        stop everything after showing it (what CI-like runs want)
+//   --dir <path>  keep the cluster there instead of .kubeloop/demo (a second demo beside a first)
 import { spawn, spawnSync } from "node:child_process";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(root, "packages/kubeloop/dist/cli/main.js");
 const example = join(root, "examples/nginx");
-const dir = join(root, ".kubeloop/demo");
+const { values: flags } = parseArgs({
+  options: { exit: { type: "boolean", default: false }, dir: { type: "string" } },
+});
+const dir = flags.dir ? resolve(flags.dir) : join(root, ".kubeloop/demo");
 const kubeconfig = join(dir, "kubeconfig");
-const exitAfterShowing = process.argv.includes("--exit");
+const exitAfterShowing = flags.exit;
 const testing = await import(pathToFileURL(join(root, "packages/kubeloop/dist/testing/index.js")).href);
 let operator;
 let serving;
@@ -40,7 +45,12 @@ function run(command, args, { check = true, quiet = false, input } = {}) {
 const kubectl = (...args) => run("kubectl", args);
 const kubeloop = (...args) => run(process.execPath, [cli, ...args]);
 
+let cleaningUp = false;
+
 function cleanUp(code) {
+  // Once: a signal may come from npm and from the process group (bootstrap.mjs) at the same time.
+  if (cleaningUp) return;
+  cleaningUp = true;
   if (operator && operator.exitCode === null) operator.kill("SIGTERM");
   spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "inherit" });
   serving?.dispose();
@@ -81,6 +91,16 @@ async function waitForWebhooks() {
   cleanUp(1);
 }
 
+// Ctrl-C, and what a process supervisor or a CI timeout sends (SIGTERM), stop everything this
+// started: the cluster runs detached from this process and would otherwise outlive it. Set before
+// the cluster starts; a signal during a synchronous step is handled as soon as that step ends.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => {
+    console.log(`\n${signal}: stopping the operator and the cluster…`);
+    cleanUp(0);
+  });
+}
+
 step("Start a local cluster: etcd, kube-apiserver, controller manager, scheduler, 3 kwok nodes");
 // A leftover from an interrupted demo is stopped first, so the demo always starts fresh.
 spawnSync(process.execPath, [cli, "cluster", "stop", "--dir", dir], { stdio: "ignore" });
@@ -117,10 +137,6 @@ operator.on("exit", (code, signal) => {
     console.error(`the operator exited (${code ?? signal})`);
     cleanUp(1);
   }
-});
-process.on("SIGINT", () => {
-  console.log("\nStopping the operator and the cluster…");
-  cleanUp(0);
 });
 await waitForWebhooks();
 applyObjects(local("config/webhook"));

@@ -7,6 +7,5 @@ import { managerOptions } from "./options.ts";
 import { myAppWebhooks } from "./webhooks.ts";
 
 const manager = new Manager(managerOptions());
-manager.add(myAppController);
-if (process.env.ENABLE_WEBHOOKS !== "false") manager.addWebhooks(myAppWebhooks);
+manager.add(myAppController).addWebhooks(myAppWebhooks);
 await manager.start();

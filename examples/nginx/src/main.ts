@@ -1,5 +1,6 @@
 // The nginx operator's entry point: `npm start` (in this folder) runs it against the current
-// KUBECONFIG. Settings, by flag or environment:
+// KUBECONFIG. Its settings are the Manager's, by flag or environment (a flag wins over its
+// variable, which wins over the default; see `optionsFromCommandLine` and `optionsFromEnv`):
 //   --metrics-port / METRICS_PORT   (default 8080; 0 picks a free port; the Deployment sets 8443)
 //   METRICS_SECURE=true|false       HTTPS behind TokenReview + SubjectAccessReview (default: true in
 //                                   a cluster; plain HTTP on 127.0.0.1 outside one); METRICS_CERT_DIR
@@ -10,37 +11,15 @@
 //   --leader-elect / LEADER_ELECT=true, --leader-election-namespace / LEADER_ELECTION_NAMESPACE
 //   ENABLE_WEBHOOKS=false           run without the webhook server (it needs a serving certificate:
 //                                   WEBHOOK_CERT_DIR with tls.crt/tls.key, on WEBHOOK_PORT, default 9443)
-//   ALLOWED_REGISTRIES              the registries images may come from (see webhooks.ts)
-//   WORKERS=<n> | adaptive:<min>-<max>  reconcile workers, fixed or following the load (nginx.ts)
+//   --workers / WORKERS=<n> | adaptive:<min>-<max>  reconcile workers, fixed or following the load
 //   WATCH_NAMESPACE=a,b             watch (and need Roles in) these namespaces only; unset: all
-//                                   (the Manager reads it; `kubeloop generate --namespaces a,b`
-//                                   writes the Roles, RoleBindings and this variable)
-import { parseArgs } from "node:util";
-import { Manager } from "kubeloop";
+//                                   (`kubeloop generate --namespaces a,b` writes the Roles,
+//                                   RoleBindings and this variable)
+//   ALLOWED_REGISTRIES              the registries images may come from (see webhooks.ts)
+import { Manager, optionsFromCommandLine } from "kubeloop";
 import { nginxController, nginxServiceController, OPERATOR_NAME } from "./nginx.ts";
 import { nginxWebhooks } from "./webhooks.ts";
 
-const { values } = parseArgs({
-  options: {
-    "metrics-port": { type: "string", default: process.env.METRICS_PORT ?? "8080" },
-    "probe-port": { type: "string", default: process.env.PROBE_PORT ?? "8081" },
-    "leader-elect": { type: "boolean", default: process.env.LEADER_ELECT === "true" },
-    "leader-election-namespace": { type: "string", default: process.env.LEADER_ELECTION_NAMESPACE },
-    kubeconfig: { type: "string", default: process.env.KUBECONFIG },
-  },
-});
-
-const manager = new Manager({
-  ...(values.kubeconfig ? { kubeconfig: values.kubeconfig.split(":")[0] } : {}),
-  metrics: { port: Number(values["metrics-port"]) },
-  probes: { port: Number(values["probe-port"]) },
-  leaderElection: values["leader-elect"]
-    ? {
-        id: OPERATOR_NAME,
-        ...(values["leader-election-namespace"] ? { namespace: values["leader-election-namespace"] } : {}),
-      }
-    : false,
-});
-manager.add(nginxController).add(nginxServiceController);
-if (process.env.ENABLE_WEBHOOKS !== "false") manager.addWebhooks(nginxWebhooks);
+const manager = new Manager(optionsFromCommandLine({ name: OPERATOR_NAME }));
+manager.add(nginxController).add(nginxServiceController).addWebhooks(nginxWebhooks);
 await manager.start();

@@ -84,20 +84,6 @@ export const servingChildren = dependents(Nginx, { condition: false }) // Ready 
   .child("service", Service, serviceFor)
   .child("ingress", Ingress, ingressFor, { when: (nginx) => nginx.spec.ingress !== undefined });
 
-/**
- * WORKERS=<n>: n reconcile workers; WORKERS=adaptive:<min>-<max>: workers that follow the load
- * between the bounds (the chaos bench compares them); unset: the controller's default.
- */
-function withWorkers<
-  B extends { concurrency(n: number): B; adaptiveConcurrency(o: { min: number; max: number }): B },
->(builder: B, setting: string | undefined): B {
-  if (!setting) return builder;
-  const adaptive = /^adaptive:(\d+)-(\d+)$/.exec(setting);
-  if (adaptive) return builder.adaptiveConcurrency({ min: Number(adaptive[1]), max: Number(adaptive[2]) });
-  if (/^\d+$/.test(setting)) return builder.concurrency(Number(setting));
-  throw new Error(`WORKERS must be a number or adaptive:<min>-<max>, got ${setting}`);
-}
-
 function isRunningAndReady(pod: {
   status?: { phase?: string; conditions?: { type: string; status: string }[] };
 }) {
@@ -111,7 +97,7 @@ function isRunningAndReady(pod: {
  * Nginx → a Deployment of `spec.replicas` pods, owned by it (deleted with it); `status.nodes`
  * lists the running pods; `Ready` is true once all of them run.
  */
-export const nginxController = withWorkers(controller(Nginx), process.env.WORKERS)
+export const nginxController = controller(Nginx)
   .named(OPERATOR_NAME)
   .owns(Deployment)
   .watches(

@@ -113,20 +113,11 @@ const replicationStatus = ({ synchronousStandbyNames, streaming, writes }: Repli
   writes,
 });
 
-/** WORKERS=<n> or adaptive:<min>-<max> (the chaos bench compares them); unset: the default. */
-function workers(builder: ControllerBuilder<SampleDBObject>, setting = "") {
-  const [, min, max] = /^adaptive:(\d+)-(\d+)$/.exec(setting) ?? [];
-  if (min && max) return builder.adaptiveConcurrency({ min: +min, max: +max });
-  if (!setting) return builder;
-  if (!/^\d+$/.test(setting)) throw new Error(`WORKERS: a number or adaptive:<min>-<max>, not ${setting}`);
-  return builder.concurrency(+setting);
-}
-
 /**
  * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
  * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
  */
-export const sampleDBController = workers(controller(SampleDB), process.env.WORKERS)
+export const sampleDBController = controller(SampleDB)
   .named(OPERATOR_NAME)
   .owns(StatefulSet)
   .owns(Service)

@@ -55,7 +55,14 @@ export {
   TerminalError,
   terminal,
 } from "./controller/index.js";
-export { Manager, type ManagerOptions, type Runnable, type RunnableGroup } from "./manager/index.js";
+export {
+  Manager,
+  type ManagerOptions,
+  optionsFromCommandLine,
+  type Runnable,
+  type RunnableContext,
+  type RunnableGroup,
+} from "./manager/index.js";
 export {
   type Condition,
   controllerReference,

@@ -237,7 +237,7 @@ export class Informer<T extends KubeObject> {
         this.emit((h) => h.updated?.(old, object, context));
       }
     }
-    for (const object of changes.deleted) this.emit((h) => h.deleted?.(object, { tombstone: true }));
+    for (const object of changes.vanished) this.emit((h) => h.deleted?.(object, { tombstone: true }));
     if (!this.hasSynced) {
       this.hasSynced = true;
       this.markSynced();

@@ -36,7 +36,7 @@ describe("Store", () => {
     expect(
       changes.updated.map((u) => `${u.old.metadata?.resourceVersion}→${u.object.metadata?.resourceVersion}`),
     ).toEqual(["1→2"]);
-    expect(changes.deleted.map((o) => o.metadata?.name)).toEqual(["goes"]);
+    expect(changes.vanished.map((o) => o.metadata?.name)).toEqual(["goes"]);
     expect(store.size).toBe(2);
   });
 

@@ -14,11 +14,16 @@ export type IndexFunc<T> = (object: T) => string[];
 /** The name of the index every store has: objects by namespace. */
 export const NAMESPACE_INDEX = "namespace";
 
-/** What a relist changed in a store: the objects added, updated and deleted. */
+/** What a relist changed in a store: the objects added, updated, and vanished. */
 export interface ReplaceResult<T> {
   added: T[];
   updated: { old: T; object: T }[];
-  /** Objects that were cached but are not in the new list: deleted while we were not watching. */
+  /**
+   * Objects that were cached but are not in the new list: deleted while we were not watching, so
+   * only their last known state is known (they reach delete handlers as tombstones).
+   */
+  vanished: T[];
+  /** @deprecated Since 0.2: the same array as {@link ReplaceResult.vanished}, whose name says which "deleted" it is. */
   deleted: T[];
 }
 
@@ -98,7 +103,8 @@ export class Store<T extends KubeObject> {
 
   /** Replaces the whole content with a fresh list, and says what changed. */
   replace(objects: T[]): ReplaceResult<T> {
-    const result: ReplaceResult<T> = { added: [], updated: [], deleted: [] };
+    const vanished: T[] = [];
+    const result: ReplaceResult<T> = { added: [], updated: [], vanished, deleted: vanished };
     const seen = new Set<string>();
     for (const object of objects) {
       const key = objectKey(object);
@@ -110,7 +116,7 @@ export class Store<T extends KubeObject> {
     for (const key of this.objects.keys()) {
       if (seen.has(key)) continue;
       const removed = this.remove(key);
-      if (removed) result.deleted.push(removed);
+      if (removed) result.vanished.push(removed);
     }
     return result;
   }

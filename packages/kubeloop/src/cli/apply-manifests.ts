@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Client, KubeObject } from "../client/index.js";
 import { NotFound } from "../client/index.js";
+import type { apiextensions_v1 } from "../k8s/index.js";
 import { readManifests } from "../testing/index.js";
 import { sleep } from "../util/index.js";
 import { CliError } from "./errors.js";
@@ -23,15 +24,8 @@ export const CRD_TYPE = {
   namespaced: false,
 } as const;
 
-export interface Crd extends KubeObject {
-  spec: {
-    group: string;
-    names: { plural: string; kind: string };
-    scope: "Namespaced" | "Cluster";
-    versions: { name: string; served: boolean; storage: boolean }[];
-  };
-  status?: { conditions?: { type: string; status: string; message?: string }[] };
-}
+/** The generated CustomResourceDefinition type (k8s/), the one CRD shape of the library. */
+export type Crd = apiextensions_v1.CustomResourceDefinition;
 
 /** Every object in these folders of config/ (the ones that exist). */
 export function readConfig(config: string, dirs: string[]): KubeObject[] {

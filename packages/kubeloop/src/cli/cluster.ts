@@ -188,20 +188,53 @@ async function start(flags: ClusterFlags): Promise<number> {
   child.unref();
   console.error(`Starting a ${describePlane(flags)} control plane in ${flags.dir} …`);
   const deadline = Date.now() + START_WAIT_MS;
+  const release = stopOnInterrupt(child.pid ?? 0);
+  try {
+    return await waitUntilReady(flags, child.pid ?? 0, () => exited, logPath, deadline);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * Interrupted while the plane starts (Ctrl-C, or a SIGTERM to the process group of the script that
+ * ran this, as `npm run demo` passes it on): stop the detached supervisor, which would otherwise
+ * go on starting a cluster nobody stops, then exit. Returns the handlers' removal.
+ */
+function stopOnInterrupt(supervisor: number): () => void {
+  const interrupt = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: stopping the control plane that was starting`);
+    if (isProcessAlive(supervisor)) process.kill(supervisor, "SIGTERM");
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", interrupt).once("SIGTERM", interrupt);
+  return () => {
+    process.removeListener("SIGINT", interrupt).removeListener("SIGTERM", interrupt);
+  };
+}
+
+/** Polls the supervisor's state until the plane is ready; fails naming its log otherwise. */
+async function waitUntilReady(
+  flags: ClusterFlags,
+  supervisor: number,
+  exited: () => number | null | undefined,
+  logPath: string,
+  deadline: number,
+): Promise<number> {
   for (;;) {
     const state = readState(flags.dir);
     if (state?.phase === "ready") {
       printReady(state, flags.dir);
       return 0;
     }
-    if (state?.phase === "failed" || exited !== undefined) {
+    if (state?.phase === "failed" || exited() !== undefined) {
       throw new CliError(
-        `the control plane did not start${state?.error ? `:\n${state.error}` : ` (supervisor exited with ${exited})`}\n` +
+        `the control plane did not start${state?.error ? `:\n${state.error}` : ` (supervisor exited with ${exited()})`}\n` +
           `Supervisor log: ${logPath}`,
       );
     }
     if (Date.now() > deadline) {
-      process.kill(child.pid ?? 0, "SIGTERM");
+      process.kill(supervisor, "SIGTERM");
       throw new CliError(`the control plane was not ready after ${START_WAIT_MS / 1000}s; see ${logPath}`);
     }
     await sleep(100);

@@ -1,14 +1,24 @@
 import type { Informer, InformerRegistry, InformerScope, InformerView } from "../cache/index.js";
-import { type KubeObject, type ResourceType, refOfKey } from "../client/index.js";
+import { type KubeObject, objectKey, type ResourceType, refOfKey } from "../client/index.js";
 import type { CacheReader } from "./context.js";
 import { type CacheLookup, typeKeyOf } from "./expectations.js";
 
 /**
- * A controller's caches: one informer view per type and scope, taken from the shared registry, and
- * the reads a reconcile makes of them (`ctx.cache`, and the expectations' lookups).
+ * A controller's caches: one informer view per type and scope (label selector, metadata only),
+ * taken from the shared registry, and the reads a reconcile makes of them (`ctx.cache`, and the
+ * expectations' lookups).
+ *
+ * One kind may be cached more than once: `.owns(Pod, { labelSelector })` beside `.watches(Pod)`
+ * are two informers. A read then asks them in order of what they hold, most first: no selector
+ * and whole objects, then selected whole objects, then metadata only (see {@link rank}), and a
+ * `get` answers with the first that has the object; a `list` reads the most complete one, or the
+ * union of the selected ones when no informer holds the whole kind.
  */
 export class ControllerCaches {
+  /** Scope key (type, namespaces, selector, metadata only) → its view. */
   private readonly views = new Map<string, InformerView<KubeObject>>();
+  /** Type key → every view of that type, most complete first. */
+  private readonly byType = new Map<string, Scoped[]>();
   private readonly shared: { informers: Informer<KubeObject>[]; release(): Promise<void> }[] = [];
 
   constructor(
@@ -55,33 +65,38 @@ export class ControllerCaches {
       view = shared.informer;
     }
     this.views.set(key, view);
-    this.views.set(typeKeyOf(type.apiVersion, type.kind), view);
+    const typeKey = typeKeyOf(type.apiVersion, type.kind);
+    const scoped = [...(this.byType.get(typeKey) ?? []), { view, rank: rank(scope) }];
+    this.byType.set(
+      typeKey,
+      scoped.sort((a, b) => a.rank - b.rank),
+    );
     return view;
   }
 
   readonly lookup: CacheLookup = (typeKey, key) => {
-    const informer = this.views.get(typeKey);
-    if (!informer) return "unwatched";
+    const scoped = this.byType.get(typeKey);
+    if (!scoped) return "unwatched";
     const { namespace, name } = refOfKey(key);
-    return informer.get(name, namespace);
+    return firstGet(scoped, name, namespace);
   };
 
   readonly reader: CacheReader = {
     get: <U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string) =>
-      this.watched(type, namespace).get(name, namespace) as U | undefined,
+      firstGet(this.watched(type, namespace), name, namespace) as U | undefined,
     list: <U extends KubeObject>(
       type: ResourceType<U>,
       filter?: { namespace?: string; labels?: Record<string, string> },
-    ) => this.watched(type, filter?.namespace).list(filter) as U[],
+    ) => listOf(this.watched(type, filter?.namespace), filter) as U[],
   };
 
   /**
    * The cache of a type the reconciler reads. A read in a namespace this controller does not watch
    * is an error, not an empty answer: nothing there is cached, and a silent "none" would be acted on.
    */
-  private watched(type: ResourceType, namespace: string | undefined): InformerView<KubeObject> {
-    const informer = this.views.get(typeKeyOf(type.apiVersion, type.kind));
-    if (!informer) {
+  private watched(type: ResourceType, namespace: string | undefined): readonly Scoped[] {
+    const scoped = this.byType.get(typeKeyOf(type.apiVersion, type.kind));
+    if (!scoped) {
       throw new Error(
         `${type.kind} is not cached by controller "${this.controller}": add .owns(${type.kind}) or .watches(${type.kind}, …) ` +
           "so that its changes also trigger reconciles, or read it with ctx.client.",
@@ -95,6 +110,54 @@ export class ControllerCaches {
           "WATCH_NAMESPACE). Read it with ctx.client, or watch that namespace too.",
       );
     }
-    return informer;
+    return scoped;
   }
+}
+
+/** A view of one kind and how much of the kind it holds (lower: more). */
+interface Scoped {
+  view: InformerView<KubeObject>;
+  rank: number;
+}
+
+/**
+ * Which view of a kind a read asks first: whole objects before metadata only (a reconciler reading
+ * a Pod wants its spec), and within each, every object of the kind before a label-selected share.
+ */
+function rank(scope: Omit<InformerScope, "namespace">): number {
+  return (scope.metadataOnly ? 2 : 0) + (scope.labelSelector ? 1 : 0);
+}
+
+/** The object from the first view (most complete first) that holds it. */
+function firstGet(
+  scoped: readonly Scoped[],
+  name: string,
+  namespace: string | undefined,
+): KubeObject | undefined {
+  for (const { view } of scoped) {
+    const found = view.get(name, namespace);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The objects of a kind: the most complete view's when one holds every object of the kind (no
+ * selector); otherwise the union of the selected views, each object once (by namespace and name).
+ */
+function listOf(
+  scoped: readonly Scoped[],
+  filter: { namespace?: string; labels?: Record<string, string> } | undefined,
+): KubeObject[] {
+  const first = scoped[0];
+  if (!first) return [];
+  if (first.rank % 2 === 0 || scoped.length === 1) return first.view.list(filter);
+  const union = new Map<string, KubeObject>();
+  for (const { view } of scoped) {
+    for (const object of view.list(filter)) {
+      const id = objectKey(object);
+      if (!union.has(id)) union.set(id, object);
+    }
+  }
+  return [...union.values()];
 }

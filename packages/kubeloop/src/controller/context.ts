@@ -52,7 +52,13 @@ export interface ReconcileContext<T extends KubeObject> {
   readonly name: string;
   /** Unique per reconcile; in every log line of it. */
   readonly reconcileId: string;
-  /** True when the object is gone: `object` is its last known state. Clean up outside the cluster. */
+  /**
+   * True when the object is gone from the API server (removed, finalizers done): `object` is its
+   * last known state. Clean up outside the cluster. Not to be confused with an object being
+   * deleted, which still exists with a `deletionTimestamp` while finalizers run (`isDeleting`).
+   */
+  readonly gone: boolean;
+  /** @deprecated Since 0.2: the same as {@link ReconcileContext.gone}, whose name says which "deleted" it is. */
   readonly deleted: boolean;
   /**
    * The manager's client, with every write recorded (create, update, patch, apply, delete, and the
@@ -115,6 +121,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
     namespace,
     name,
     reconcileId: deps.reconcileId,
+    gone: deps.deleted,
     deleted: deps.deleted,
     client: tracker.client(client),
     cache: deps.cache,

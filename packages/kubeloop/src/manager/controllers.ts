@@ -7,8 +7,12 @@ import type { ApiPressure, ControllerMetricsSink, ShardGate } from "../controlle
 import { EventRecorder } from "../resources/index.js";
 import type { Metrics } from "./metrics.js";
 
-/** What the manager hands its controllers. */
-export interface ControllersEnvironment {
+/**
+ * The manager's parts its controllers share (client, informer registry, metrics, the shard gate…).
+ * From them {@link prepareController} makes each controller's own `ControllerEnvironment` (its
+ * event recorder, its metric hooks): this is the manager's side, that one a controller's.
+ */
+export interface ManagerParts {
   client: Client;
   registry: InformerRegistry;
   namespaces: readonly string[] | undefined;
@@ -25,23 +29,14 @@ export interface ControllersEnvironment {
  * Hands each controller its environment (informers through the registry, an event recorder,
  * metrics, the shard gate), and makes the informers' failures and health visible.
  */
-export function prepareControllers(controllers: Controller<KubeObject>[], env: ControllersEnvironment): void {
+export function prepareControllers(controllers: Controller<KubeObject>[], env: ManagerParts): void {
   const { registry, logger } = env;
   for (const controller of controllers) prepareController(controller, env);
   logger.info(
     { namespaces: env.namespaces ?? "all" },
     env.namespaces ? `watching namespaces ${env.namespaces.join(", ")}` : "watching all namespaces",
   );
-  // A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged
-  // each time it is retried, naming the namespace and the grant that is missing.
-  for (const informer of registry.informers) {
-    informer.onError((error) =>
-      logger.warn(
-        { err: error, kind: informer.type.kind, namespace: informer.namespace },
-        `${describeInformer(informer)}: list/watch error; retrying with backoff`,
-      ),
-    );
-  }
+  logInformerErrors(registry.informers, logger);
   env.metrics?.observeInformers(() =>
     registry.informers.map((informer) => ({
       kind: informer.type.kind,
@@ -53,8 +48,23 @@ export function prepareControllers(controllers: Controller<KubeObject>[], env: C
   );
 }
 
+/**
+ * A failing list or watch (above all a Forbidden one: a namespace without its Role) is logged each
+ * time it is retried, naming the namespace and the grant that is missing.
+ */
+export function logInformerErrors(informers: readonly Informer<KubeObject>[], logger: Logger): void {
+  for (const informer of informers) {
+    informer.onError((error) =>
+      logger.warn(
+        { err: error, kind: informer.type.kind, namespace: informer.namespace },
+        `${describeInformer(informer)}: list/watch error; retrying with backoff`,
+      ),
+    );
+  }
+}
+
 /** Hands one controller its environment: an event recorder, metrics, the shard gate, the registry. */
-export function prepareController(controller: Controller<KubeObject>, env: ControllersEnvironment): void {
+export function prepareController(controller: Controller<KubeObject>, env: ManagerParts): void {
   const { client, registry, logger } = env;
   const recorder = new EventRecorder(client, {
     reportingController: controller.name,
@@ -113,16 +123,19 @@ export function checkInformers(
   if (failures.length) throw new Error(failures.join("; "));
 }
 
-/** Waits for every informer to sync; past `timeoutMs`, fails naming each that has not and why. */
-export async function waitForSync(registry: InformerRegistry, timeoutMs: number): Promise<void> {
+/** Waits for these informers to sync; past `timeoutMs`, fails naming each that has not and why. */
+export async function waitForSync(
+  informers: readonly Informer<KubeObject>[],
+  timeoutMs: number,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), timeoutMs);
   });
-  const result = await Promise.race([registry.waitForSync(), timeout]);
+  const result = await Promise.race([Promise.all(informers.map((informer) => informer.synced)), timeout]);
   clearTimeout(timer);
   if (result !== "timeout") return;
-  const causes = registry.informers
+  const causes = informers
     .filter((informer) => !informer.isSynced)
     .map((informer) => informerProblem(informer, "no answer from the API server"));
   throw new Error(`Caches did not sync within ${timeoutMs / 1000}s:\n  ${causes.join("\n  ")}`);

@@ -4,7 +4,7 @@ import type { KubeObject, ResourceType } from "../client/index.js";
 import { Controller } from "../controller/index.js";
 import { CustomResourceDefinition } from "../k8s/index.js";
 import { sleep } from "../util/index.js";
-import { type ControllersEnvironment, prepareController } from "./controllers.js";
+import { type ManagerParts, prepareController } from "./controllers.js";
 import type { Runnable } from "./runnables.js";
 
 /**
@@ -47,7 +47,7 @@ export class CrdFollower implements Runnable {
   constructor(
     private readonly template: Controller<KubeObject>,
     private readonly deps: {
-      env: () => ControllersEnvironment;
+      env: () => ManagerParts;
       graceMs: () => number;
       logger: Logger;
     },

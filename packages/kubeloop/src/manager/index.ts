@@ -25,6 +25,7 @@ export {
   kubeconfigFiles,
   kubeconfigSecrets,
 } from "./clusters.js";
+export { type CommandLine, optionsFromCommandLine } from "./command-line.js";
 export { type HealthCheck, HealthServer, type HealthServerOptions, ListenError } from "./health.js";
 export {
   LeaderElector,
@@ -41,6 +42,7 @@ export {
   type ManagerWebhookOptions,
   type MetricsServing,
   optionsFromEnv,
+  parseWorkers,
   watchNamespaces,
 } from "./manager.js";
 export { type InformerReading, Metrics } from "./metrics.js";
@@ -49,7 +51,7 @@ export {
   type MetricsAuthOptions,
   MetricsAuthorizer,
 } from "./metrics-auth.js";
-export { RUNNABLE_GROUPS, type Runnable, type RunnableGroup } from "./runnables.js";
+export { RUNNABLE_GROUPS, type Runnable, type RunnableContext, type RunnableGroup } from "./runnables.js";
 export type { CaBundleTarget, SelfIssuedCertificate, SelfIssuedWebhookCertificate } from "./serving-certs.js";
 export {
   RING_LABEL,

@@ -9,8 +9,10 @@ import type { EventRecorder } from "../resources/index.js";
 import type { WebhookDefinition } from "../webhook/index.js";
 import type { ClusterProvider, Clusters } from "./clusters.js";
 import {
-  type ControllersEnvironment,
   checkInformers,
+  logInformerErrors,
+  type ManagerParts,
+  prepareController,
   prepareControllers,
   waitForSync,
 } from "./controllers.js";
@@ -24,7 +26,7 @@ import { Sharding } from "./sharding/index.js";
 import { startTracing, type Tracing } from "./tracing.js";
 
 export type { ManagerOptions, ManagerWebhookOptions, MetricsServing } from "./options.js";
-export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, watchNamespaces } from "./options.js";
+export { DEFAULT_STALL_TIMEOUT_MS, optionsFromEnv, parseWorkers, watchNamespaces } from "./options.js";
 export { DEFAULT_METRICS_PORT, DEFAULT_PROBES_PORT, DEFAULT_SECURE_METRICS_PORT } from "./servers.js";
 
 /** controller-runtime's CacheSyncTimeout default. */
@@ -38,10 +40,18 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
  *
  * Everything it runs is a runnable in a group (runnables.ts), started in this order and stopped in
  * the reverse one: `servers` (probes, metrics) → `webhooks` → `caches` (informers start and sync,
- * also on standby replicas) → `always` → leadership is won (if elected) → `leader` (controllers,
- * clusters). Shutdown (SIGTERM/SIGINT or `stop()`): the `leader` group stops (controllers finish
- * what they hold, up to the grace period) → the Lease is released → the other groups stop → the
- * client closes → `start()` resolves. `addRunnable` adds components of your own to a group.
+ * also on standby replicas) → `always` → leadership is won (if elected) → `leader` (each
+ * controller, each cluster set). Shutdown (SIGTERM/SIGINT or `stop()`): the `leader` group stops
+ * (controllers finish what they hold, up to the grace period) → the Lease is released → the other
+ * groups stop → the client closes → `start()` resolves. `addRunnable` adds components of your own
+ * to a group.
+ *
+ * Controllers, cluster sets and runnables may also be added after `start()`: one added to a group
+ * that runs starts at once (a controller once its own informers have synced), one added to a group
+ * not started yet starts with it; once the manager is stopping, adding throws. Webhooks are served
+ * from the start only (`addWebhooks` after `start()` throws). A runnable that fails (its
+ * `context.fail(error)`, or a `start()` that rejects after start-up) stops the manager, and
+ * `start()` then rejects with that error: a process whose main awaits it exits non-zero.
  *
  * @example
  * ```ts
@@ -67,7 +77,6 @@ export class Manager {
   private registryInstance: InformerRegistry | undefined;
   private elector: LeaderElector | undefined;
   private shardingInstance: Sharding | undefined;
-  private readonly clusterSets: { clusters: Clusters; provider: ClusterProvider }[] = [];
   /** 429s and latency of the manager's client, for controllers with adaptive workers. */
   private readonly apiPressure = new ApiPressure();
   private tracing: Tracing | undefined;
@@ -75,6 +84,10 @@ export class Manager {
   /** Leadership was lost: the controllers stop without grace. */
   private lost = false;
   private stopping: Promise<void> | undefined;
+  /** The first runnable failure: `start()` rejects with it once the manager has stopped. */
+  private failure: Error | undefined;
+  /** The controllers added so far have been prepared: one added now is prepared when added. */
+  private controllersPrepared = false;
   private resolveStopped!: () => void;
   private readonly stopped = new Promise<void>((resolve) => {
     this.resolveStopped = resolve;
@@ -98,7 +111,7 @@ export class Manager {
       ? checkNamespaces(options.namespaces, "Manager namespaces")
       : resolved.namespaces;
     this.logger = resolved.logger ?? pino({ level: resolved.logLevel ?? "info" });
-    this.runnables = new RunnableGroups(this.logger);
+    this.runnables = new RunnableGroups(this.logger, (name, error) => this.fail(name, error));
     this.servers = new ManagerServers({
       options: resolved,
       metrics: () => this.metrics,
@@ -118,7 +131,10 @@ export class Manager {
     this.runnables.add("caches", {
       name: "informers",
       start: () =>
-        waitForSync(this.registry, this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS),
+        waitForSync(
+          this.registry.informers,
+          this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+        ),
       stop: async () => {
         await this.registryInstance?.stopAll();
       },
@@ -128,25 +144,6 @@ export class Manager {
       start: () => {},
       stop: async () => {
         await Promise.all(this.recorders.map((r) => r.close()));
-      },
-    });
-    this.runnables.add("leader", {
-      name: "controllers",
-      start: () => {
-        for (const controller of this.controllers) controller.start();
-      },
-      stop: async () => {
-        const grace = this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS);
-        await Promise.all(this.controllers.map((c) => c.stop(grace)));
-      },
-    });
-    this.runnables.add("leader", {
-      name: "clusters",
-      start: () => {
-        for (const { clusters, provider } of this.clusterSets) void clusters.start(provider);
-      },
-      stop: async () => {
-        await Promise.all(this.clusterSets.map(({ clusters }) => clusters.stop()));
       },
     });
   }
@@ -194,7 +191,16 @@ export class Manager {
     return this.elector ? this.elector.isLeader : this.leading;
   }
 
+  /**
+   * Runs `controller` in the `leader` group. Added after `start()`, it is prepared at once (its
+   * informers start through the shared registry) and starts once they have synced, if this replica
+   * leads; not with `sharding`, whose informers are chosen at start.
+   */
   add<T extends KubeObject>(controller: Controller<T>): this {
+    if (this.controllersPrepared && this.options.sharding)
+      throw new Error(
+        `Cannot add controller "${controller.name}" after start() with sharding: the shards' types are fixed at start. Add it before start().`,
+      );
     if (
       this.controllers.some((c) => c.name === controller.name) ||
       this.followers.some((f) => f.controllerName === controller.name)
@@ -203,19 +209,57 @@ export class Manager {
         `A controller named "${controller.name}" was already added: give each a unique .named(…)`,
       );
     }
+    withWorkers(controller as unknown as Controller<KubeObject>, this.options.workers);
     if (controller.spec.followCrds) {
       // Runs while its kinds are served, after the other controllers (crd-follower.ts).
       const follower = new CrdFollower(controller as unknown as Controller<KubeObject>, {
-        env: () => this.controllersEnvironment(),
-        graceMs: () => (this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS)),
+        env: () => this.managerParts(),
+        graceMs: () => this.graceMs(),
         logger: this.logger,
       });
-      this.followers.push(follower);
       this.runnables.add("leader", follower);
+      this.followers.push(follower);
       return this;
     }
-    this.controllers.push(controller as unknown as Controller<KubeObject>);
+    const added = controller as unknown as Controller<KubeObject>;
+    // Added after the others were prepared: its informers start now (warm on a standby too).
+    const late = this.controllersPrepared;
+    this.runnables.add("leader", this.controllerRunnable(added, late));
+    if (late) {
+      const before = new Set(this.registry.informers);
+      prepareController(added, this.managerParts());
+      // The informers it brought (others it shares already log their errors).
+      logInformerErrors(
+        this.registry.informers.filter((informer) => !before.has(informer)),
+        this.logger,
+      );
+    }
+    this.controllers.push(added);
     return this;
+  }
+
+  /**
+   * A controller as a runnable. One added after the others were prepared (`late`) has been
+   * prepared when added, and waits for its own informers (up to the cache sync timeout) to start.
+   */
+  private controllerRunnable(controller: Controller<KubeObject>, late: boolean): Runnable {
+    return {
+      name: `controller "${controller.name}"`,
+      start: async () => {
+        if (late)
+          await waitForSync(
+            controller.allInformers,
+            this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+          );
+        controller.start();
+      },
+      stop: () => controller.stop(this.graceMs()),
+    };
+  }
+
+  /** How long controllers may finish what they hold when stopped: none once leadership is lost. */
+  private graceMs(): number {
+    return this.lost ? 0 : (this.options.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS);
   }
 
   /**
@@ -224,12 +268,27 @@ export class Manager {
    * released. See `clusters.ts`.
    */
   addClusters(clusters: Clusters, provider: ClusterProvider): this {
-    this.clusterSets.push({ clusters, provider });
+    this.runnables.add("leader", {
+      name: "clusters",
+      start: () => {
+        void clusters.start(provider);
+      },
+      stop: () => clusters.stop(),
+    });
     return this;
   }
 
-  /** Serves these webhooks (see `defineWebhooks`) from the manager's webhook server. */
+  /** Serves these webhooks (see `defineWebhooks`) from the manager's webhook server; before `start()` only. */
   addWebhooks(...definitions: WebhookDefinition[]): this {
+    if (this.clientInstance)
+      throw new Error(
+        "Cannot add webhooks after start(): the webhook server's handlers are fixed when it starts. Call addWebhooks before start().",
+      );
+    if (this.options.webhooks === false) {
+      const kinds = definitions.map((d) => d.resource.kind);
+      this.logger.info({ kinds }, "webhooks are off (webhooks: false, ENABLE_WEBHOOKS=false): not served");
+      return this;
+    }
     this.webhookDefinitions.push(...definitions);
     return this;
   }
@@ -244,7 +303,10 @@ export class Manager {
     return this;
   }
 
-  /** Runs until stopped (signal or `stop()`); rejects if start-up fails. */
+  /**
+   * Runs until stopped (signal or `stop()`); rejects if start-up fails, or, once stopped, with the
+   * error of a runnable that failed the manager.
+   */
   async start(): Promise<void> {
     if (this.options.handleSignals ?? true) this.handleSignals();
     try {
@@ -259,6 +321,18 @@ export class Manager {
       throw error;
     }
     await this.stopped;
+    if (this.failure) throw this.failure;
+  }
+
+  /** A runnable cannot go on: the manager stops, and `start()` rejects with its error. */
+  private fail(runnable: string, error: Error): void {
+    if (this.failure || this.stopping) {
+      this.logger.error({ err: error, runnable }, "runnable failed while the manager stops");
+      return;
+    }
+    this.failure = error;
+    this.logger.error({ err: error, runnable }, "runnable failed; stopping the manager");
+    void this.stop();
   }
 
   /** Stops gracefully; safe to call more than once. */
@@ -340,14 +414,15 @@ export class Manager {
   }
 
   private prepareControllers(client: Client, registry: InformerRegistry): void {
-    prepareControllers(this.controllers, this.controllersEnvironment(client, registry));
+    prepareControllers(this.controllers, this.managerParts(client, registry));
+    this.controllersPrepared = true;
   }
 
   /** What controllers are prepared with (also those that follow their CRDs, when they start). */
-  private controllersEnvironment(
+  private managerParts(
     client: Client = this.client,
     registry: InformerRegistry = this.registry,
-  ): ControllersEnvironment {
+  ): ManagerParts {
     return {
       client,
       registry,
@@ -408,6 +483,7 @@ export class Manager {
   private async shutDown(): Promise<void> {
     this.logger.info("shutting down");
     const { runnables } = this;
+    runnables.close();
     await runnables.stop("leader");
     await runnables.step("leader election", this.elector?.stop());
     await runnables.step("sharding", this.shardingInstance?.stop());
@@ -450,4 +526,19 @@ function waitingFor(followers: readonly CrdFollower[]): (() => string | undefine
     );
     return waiting.length ? waiting.join("; ") : undefined;
   };
+}
+
+/**
+ * The manager's `workers` (from `WORKERS`), over the controller's own: a deploy-time knob. A
+ * number is that many workers; bounds are adaptive workers.
+ */
+function withWorkers(controller: Controller<KubeObject>, workers: ManagerOptions["workers"]): void {
+  if (workers === undefined) return;
+  if (typeof workers === "number") {
+    controller.spec.concurrency = workers;
+    controller.spec.adaptive = undefined;
+    return;
+  }
+  controller.spec.adaptive = workers;
+  controller.spec.concurrency = workers.min ?? 1;
 }

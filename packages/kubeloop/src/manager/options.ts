@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Client, KubeObject } from "../client/index.js";
+import type { AdaptiveConcurrency } from "../controller/index.js";
 import { checkNamespaces } from "../controller/internal.js";
 import type { WebhookServerOptions } from "../webhook/index.js";
 import type { MetricsAuthOptions } from "./metrics-auth.js";
@@ -24,7 +25,17 @@ export interface ManagerOptions {
    * or empty means all namespaces), else all namespaces.
    */
   namespaces?: string[];
-  /** Elect one active replica through a Lease; `false` runs the controllers at once. Default false. */
+  /**
+   * The operator's name, e.g. `nginx-operator`: the Lease's name when leader election is turned on
+   * by the environment (`LEADER_ELECT=true`, what the generated Deployment sets) or the
+   * `--leader-elect` flag, unless `LEADER_ELECTION_ID` names another.
+   */
+  name?: string;
+  /**
+   * Elect one active replica through a Lease; `false` runs the controllers at once. Default:
+   * `$LEADER_ELECT` (`true`: a Lease named `$LEADER_ELECTION_ID` or {@link ManagerOptions.name}
+   * in `$LEADER_ELECTION_NAMESPACE`), else false.
+   */
   leaderElection?:
     | false
     | {
@@ -49,7 +60,14 @@ export interface ManagerOptions {
    */
   sharding?: ShardingOptions;
   /**
-   * `/healthz` and `/readyz`. Default port 8081 (kubebuilder's); `false` for none.
+   * The reconcile workers of every controller added: a number, or adaptive bounds (see
+   * `ControllerBuilder.adaptiveConcurrency`). Set, it wins over the controllers' own
+   * `.concurrency(…)`: it is a deploy-time knob. Default: `$WORKERS` (`<n>` or
+   * `adaptive:<min>-<max>`, see {@link parseWorkers}), else each controller's own.
+   */
+  workers?: number | AdaptiveConcurrency;
+  /**
+   * `/healthz` and `/readyz`. Default port `$PROBE_PORT`, else 8081 (kubebuilder's); `false` for none.
    * `/healthz` answers while the event loop runs (`ping`) and fails (`reconcilers`) when a
    * controller's keys have waited `stallTimeoutMs` while no worker took any: every worker is stuck
    * in a reconcile that never returns, and only a restart frees them. Default
@@ -66,13 +84,14 @@ export interface ManagerOptions {
    */
   metrics?: false | MetricsServing;
   /**
-   * The webhook server for `addWebhooks(…)`. Default: port `$WEBHOOK_PORT` or 9443, certificates
+   * The webhook server for `addWebhooks(…)`; `false` serves none (what `addWebhooks` is given is
+   * then ignored, with a log line; `$ENABLE_WEBHOOKS=false`, kubebuilder's switch, sets it). Default: port `$WEBHOOK_PORT` or 9443, certificates
    * from `$WEBHOOK_CERT_DIR` or /tmp/k8s-webhook-server/serving-certs (controller-runtime's). It
    * runs on every replica, leader or not, and starts before the caches: reading a kind through
    * its conversion webhook needs it. With `selfIssued`, an empty certificate folder in a cluster
    * is not an error: the manager issues its own certificate (see {@link ManagerWebhookOptions}).
    */
-  webhooks?: ManagerWebhookOptions;
+  webhooks?: false | ManagerWebhookOptions;
   /**
    * Export traces when OpenTelemetry's environment names an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`,
    * `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`…; see `startTracing`): the SDK and OTLP exporter
@@ -148,7 +167,7 @@ export interface ManagerWebhookOptions extends WebhookServerOptions {
 /** Where and how `/metrics` is served. */
 export interface MetricsServing {
   /**
-   * Default {@link DEFAULT_SECURE_METRICS_PORT} (kubebuilder's) when secure, else
+   * Default `$METRICS_PORT`, else {@link DEFAULT_SECURE_METRICS_PORT} (kubebuilder's) when secure, else
    * {@link DEFAULT_METRICS_PORT}; the probes' port to share it (plain HTTP only); 0 for a free port.
    */
   port?: number;
@@ -190,17 +209,25 @@ export interface MetricsServing {
  * | variable | option |
  * |---|---|
  * | `WATCH_NAMESPACE` | `namespaces` (comma-separated; unset or empty: all) |
+ * | `LEADER_ELECT` | `leaderElection` (`true`/`false`) |
+ * | `LEADER_ELECTION_ID`, `LEADER_ELECTION_NAMESPACE` | `leaderElection.id` (default: `name`), `leaderElection.namespace` |
  * | `POD_NAMESPACE` | `operatorNamespace` (where the Leases live) |
  * | `SHARDING_RING`, `POD_NAME` | `sharding.ring`, `sharding.id` |
  * | `LOG_LEVEL` | `logLevel` |
+ * | `METRICS_PORT`, `PROBE_PORT` | `metrics.port`, `probes.port` |
  * | `METRICS_SECURE`, `METRICS_CERT_DIR` | `metrics.secure`, `metrics.certDir` |
  * | `METRICS_CERT_SECRET`, `METRICS_SERVICE` | `metrics.selfIssued` |
  * | `WEBHOOK_PORT`, `WEBHOOK_CERT_DIR` | `webhooks.port`, `webhooks.certDir` |
  * | `WEBHOOK_CERT_SECRET`, `WEBHOOK_SERVICE`, `WEBHOOK_CA_BUNDLES` | `webhooks.selfIssued` (`Kind/name,…`) |
+ * | `ENABLE_WEBHOOKS` | `webhooks: false` when `false` |
+ * | `WORKERS` | `workers` (`<n>` or `adaptive:<min>-<max>`) |
  * | `KUBERNETES_SERVICE_HOST` | `inCluster` (set in every pod) |
  *
- * The Manager applies these itself under the options it is given, so calling this is only needed
- * to see or change them; options given to the Manager win.
+ * These are all the variables the generated Deployment and Helm chart set for the manager (beside
+ * `KUBELOOP_MEMORY_LIMIT`, which the image's launcher reads to size Node's heap). A malformed
+ * value is an error naming the variable. The Manager applies these itself under the options it
+ * is given, so calling this is only needed to see or change them; options given to the Manager
+ * win. With command-line flags too, see `optionsFromCommandLine`.
  *
  * @example
  * ```ts
@@ -212,8 +239,13 @@ export interface MetricsServing {
  */
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOptions {
   const namespaces = watchNamespaces(env.WATCH_NAMESPACE);
-  const secure = metricsSecure(env.METRICS_SECURE);
-  const webhookPort = env.WEBHOOK_PORT ? Number(env.WEBHOOK_PORT) : undefined;
+  const secure = booleanOf("METRICS_SECURE", env.METRICS_SECURE);
+  const elect = booleanOf("LEADER_ELECT", env.LEADER_ELECT);
+  const webhooksEnabled = booleanOf("ENABLE_WEBHOOKS", env.ENABLE_WEBHOOKS);
+  const webhookPort = portOf("WEBHOOK_PORT", env.WEBHOOK_PORT);
+  const metricsPort = portOf("METRICS_PORT", env.METRICS_PORT);
+  const probePort = portOf("PROBE_PORT", env.PROBE_PORT);
+  const workers = env.WORKERS ? parseWorkers(env.WORKERS, "WORKERS") : undefined;
   const selfIssued =
     env.WEBHOOK_CERT_SECRET && env.WEBHOOK_SERVICE
       ? {
@@ -224,24 +256,39 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOpt
       : undefined;
   return {
     ...(namespaces ? { namespaces: [...namespaces] } : {}),
+    ...(elect === undefined ? {} : { leaderElection: elect ? electionOf(env) : false }),
     ...(env.POD_NAMESPACE ? { operatorNamespace: env.POD_NAMESPACE } : {}),
     ...(env.SHARDING_RING
       ? { sharding: { ring: env.SHARDING_RING, ...(env.POD_NAME ? { id: env.POD_NAME } : {}) } }
       : {}),
     ...(env.LOG_LEVEL ? { logLevel: env.LOG_LEVEL } : {}),
+    ...(workers !== undefined ? { workers } : {}),
+    ...(probePort !== undefined ? { probes: { port: probePort } } : {}),
     metrics: {
+      ...(metricsPort !== undefined ? { port: metricsPort } : {}),
       ...(secure !== undefined ? { secure } : {}),
       ...(env.METRICS_CERT_DIR ? { certDir: env.METRICS_CERT_DIR } : {}),
       ...(env.METRICS_CERT_SECRET && env.METRICS_SERVICE
         ? { selfIssued: { secret: env.METRICS_CERT_SECRET, service: env.METRICS_SERVICE } }
         : {}),
     },
-    webhooks: {
-      ...(webhookPort !== undefined ? { port: webhookPort } : {}),
-      ...(env.WEBHOOK_CERT_DIR ? { certDir: env.WEBHOOK_CERT_DIR } : {}),
-      ...(selfIssued ? { selfIssued } : {}),
-    },
+    webhooks:
+      webhooksEnabled === false
+        ? false
+        : {
+            ...(webhookPort !== undefined ? { port: webhookPort } : {}),
+            ...(env.WEBHOOK_CERT_DIR ? { certDir: env.WEBHOOK_CERT_DIR } : {}),
+            ...(selfIssued ? { selfIssued } : {}),
+          },
     inCluster: Boolean(env.KUBERNETES_SERVICE_HOST),
+  };
+}
+
+/** `LEADER_ELECT=true`'s Lease: its id is filled from `name` by {@link withDefaults} when not given. */
+function electionOf(env: NodeJS.ProcessEnv): { id: string; namespace?: string } {
+  return {
+    id: env.LEADER_ELECTION_ID ?? "",
+    ...(env.LEADER_ELECTION_NAMESPACE ? { namespace: env.LEADER_ELECTION_NAMESPACE } : {}),
   };
 }
 
@@ -250,23 +297,70 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): ManagerOpt
  * the metrics and webhook servers. The environment's sharding applies only without leader election.
  */
 export function withDefaults(options: ManagerOptions, defaults: ManagerOptions): ManagerOptions {
+  const leaderElection = electionWith(options, defaults);
   const sharding = options.sharding
     ? { ...(defaults.sharding?.id ? { id: defaults.sharding.id } : {}), ...options.sharding }
-    : options.leaderElection
+    : leaderElection
       ? undefined
       : defaults.sharding;
   const metrics =
     options.metrics === false
       ? false
       : { ...definedOf(defaults.metrics || {}), ...definedOf(options.metrics ?? {}) };
-  const webhooks = { ...definedOf(defaults.webhooks ?? {}), ...definedOf(options.webhooks ?? {}) };
+  const probes =
+    options.probes === false || (options.probes === undefined && defaults.probes === false)
+      ? false
+      : { ...definedOf(defaults.probes || {}), ...definedOf(options.probes ?? {}) };
+  const webhooks =
+    options.webhooks === false || (options.webhooks === undefined && defaults.webhooks === false)
+      ? false
+      : { ...definedOf(defaults.webhooks || {}), ...definedOf(options.webhooks ?? {}) };
   return {
     ...defaults,
     ...definedOf(options),
+    ...(leaderElection !== undefined ? { leaderElection } : {}),
     metrics,
+    probes,
     webhooks,
     ...(sharding ? { sharding } : {}),
   } as ManagerOptions;
+}
+
+/**
+ * The Lease: the one given, else the environment's, named by `LEADER_ELECTION_ID` or the
+ * operator's `name`. Turned on by the environment with neither, it is an error naming both.
+ */
+function electionWith(options: ManagerOptions, defaults: ManagerOptions): ManagerOptions["leaderElection"] {
+  if (options.leaderElection !== undefined) return options.leaderElection;
+  // Sharding given in code wins over an election the environment asks for: they exclude each other.
+  if (options.sharding) return undefined;
+  const fromEnv = defaults.leaderElection;
+  if (!fromEnv) return fromEnv;
+  const id = fromEnv.id || options.name || defaults.name;
+  if (!id)
+    throw new TypeError(
+      'LEADER_ELECT=true (or --leader-elect) turns leader election on, but the Lease has no name: give the Manager a name ({ name: "my-operator" }) or set LEADER_ELECTION_ID',
+    );
+  return { ...fromEnv, id };
+}
+
+/**
+ * `WORKERS`' forms: `<n>` reconcile workers, or `adaptive:<min>-<max>` workers that follow the
+ * load between the bounds. Anything else is an error naming `what`.
+ *
+ * @example
+ * ```ts
+ * parseWorkers("4"); // 4
+ * parseWorkers("adaptive:2-32"); // { min: 2, max: 32 }
+ * ```
+ */
+export function parseWorkers(value: string, what = "WORKERS"): number | AdaptiveConcurrency {
+  const adaptive = /^adaptive:(\d+)-(\d+)$/.exec(value.trim());
+  if (adaptive) return { min: Number(adaptive[1]), max: Number(adaptive[2]) };
+  if (/^\d+$/.test(value.trim()) && Number(value) >= 1) return Number(value);
+  throw new TypeError(
+    `${what}="${value}" must be a number of workers ≥ 1 or adaptive:<min>-<max> (e.g. adaptive:2-32)`,
+  );
 }
 
 const CA_BUNDLE_KINDS: readonly string[] = [
@@ -313,10 +407,19 @@ export function watchNamespaces(value: string | undefined): readonly string[] | 
   return names.length ? checkNamespaces(names, `WATCH_NAMESPACE="${value}"`) : undefined;
 }
 
-/** `$METRICS_SECURE`: `true`, `false`, or unset (`undefined`); anything else is an error. */
-function metricsSecure(value: string | undefined): boolean | undefined {
+/** A `true`/`false` variable, or unset/empty (`undefined`); anything else is an error naming it. */
+function booleanOf(name: string, value: string | undefined): boolean | undefined {
   if (value === undefined || value === "") return undefined;
   if (value === "true") return true;
   if (value === "false") return false;
-  throw new TypeError(`METRICS_SECURE="${value}" must be "true" or "false"`);
+  throw new TypeError(`${name}="${value}" must be "true" or "false"`);
+}
+
+/** A port variable (0 for a free one), or unset/empty (`undefined`); anything else is an error naming it. */
+export function portOf(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value.trim()) || port > 65_535)
+    throw new TypeError(`${name}="${value}" must be a port number (0 to 65535; 0 picks a free one)`);
+  return port;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startPlane, stopPlane, until } from "../../test/helpers.js";
+import { rejection, startPlane, stopPlane, until } from "../../test/helpers.js";
 import type { Client } from "../client/client.js";
 import { controller } from "../controller/builder.js";
 import { done } from "../controller/result.js";
@@ -26,6 +26,18 @@ function recorder(log: string[], replica: string, name: string): Runnable {
       log.push(`${replica} ${name} stopped`);
     },
   };
+}
+
+/** A manager without leader election: its `leader` group starts once the caches have synced. */
+function single(): Manager {
+  return new Manager({
+    client,
+    probes: false,
+    metrics: false,
+    tracing: false,
+    handleSignals: false,
+    logLevel: process.env.TEST_LOG ?? "silent",
+  });
 }
 
 function replica(log: string[], name: string): Manager {
@@ -85,5 +97,82 @@ describe("Manager runnables", () => {
     expect(log).toContain(`${standbyName} reporter started`);
     await standby.stop();
     await Promise.all(runs);
+  });
+});
+
+describe("Manager runnables added after start()", () => {
+  it("starts runnables and controllers added to running groups, and refuses them once stopping", async () => {
+    const log: string[] = [];
+    const manager = single();
+    const run = manager.start();
+    await manager.ready;
+    manager.addRunnable(recorder(log, "late", "watcher"), "always");
+    manager.addRunnable(recorder(log, "late", "reporter"), "leader");
+    await until(() => log.length === 2, 5_000, "both late runnables started");
+    expect(log.sort()).toEqual(["late reporter started", "late watcher started"]);
+
+    // A controller added now gets its informers then starts: it reconciles what exists.
+    const name = `late-${Date.now()}`;
+    await client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } });
+    const reconciled: string[] = [];
+    manager.add(
+      controller(ConfigMap)
+        .named("late-controller")
+        .inNamespace("default")
+        .reconcile((cm) => {
+          reconciled.push(cm.metadata?.name ?? "");
+          return done();
+        }),
+    );
+    await until(() => reconciled.includes(name), 15_000, "the late controller's reconcile");
+
+    const stopping = manager.stop();
+    expect(() => manager.addRunnable(recorder(log, "too-late", "x"), "always")).toThrow(
+      /the manager is stopping/,
+    );
+    await stopping;
+    await run;
+    expect(log).toContain("late reporter stopped");
+    expect(log).toContain("late watcher stopped");
+  });
+});
+
+describe("A runnable that fails", () => {
+  it("stops the manager through fail(error): start() rejects with that error", async () => {
+    const log: string[] = [];
+    const manager = single();
+    manager.addRunnable(recorder(log, "m", "bystander"), "always");
+    let fail: ((error: Error) => void) | undefined;
+    manager.addRunnable(
+      {
+        name: "device-watcher",
+        start: (context) => {
+          fail = context.fail;
+        },
+        stop: () => {},
+      },
+      "leader",
+    );
+    const run = rejection(manager.start());
+    await manager.ready;
+    fail?.(new Error("the device is gone"));
+    expect((await run).message).toBe("the device is gone");
+    // Stopped gracefully, not abandoned: the other groups' runnables were stopped.
+    expect(log).toContain("m bystander stopped");
+  });
+
+  it("stops the manager when a runnable added after start() rejects in start()", async () => {
+    const manager = single();
+    const run = rejection(manager.start());
+    await manager.ready;
+    manager.addRunnable(
+      {
+        name: "broken",
+        start: () => Promise.reject(new Error("broken from the start")),
+        stop: () => {},
+      },
+      "always",
+    );
+    expect((await run).message).toBe("broken from the start");
   });
 });

@@ -150,7 +150,7 @@ export class ManagerServers {
   }
 
   private async startWebhooks(): Promise<void> {
-    const options = this.deps.options.webhooks ?? {};
+    const options = this.deps.options.webhooks || {};
     const { certDir = DEFAULT_WEBHOOK_CERT_DIR, selfIssued, ...rest } = options;
     // A mounted certificate wins; the folder is still watched, so one mounted later replaces ours.
     let issued: ServingCertificate | undefined;

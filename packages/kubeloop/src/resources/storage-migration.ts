@@ -1,5 +1,6 @@
 import type { Client } from "../client/index.js";
 import { Conflict, Gone, type KubeObject, NotFound, resourceType } from "../client/index.js";
+import { type apiextensions_v1, CustomResourceDefinition } from "../k8s/index.js";
 
 /**
  * Retiring a CRD version, the four steps the Kubernetes docs give ("upgrade existing objects to a
@@ -93,27 +94,9 @@ export const DEFAULT_MIGRATION_CONCURRENCY = 8;
 /** Re-reads per object when concurrent writers keep winning; five is client-go's DefaultRetry. */
 const REWRITE_ATTEMPTS = 5;
 
-interface CrdVersion {
-  name: string;
-  served: boolean;
-  storage: boolean;
-  [field: string]: unknown;
-}
-
-interface Crd extends KubeObject {
-  spec: {
-    group: string;
-    names: { plural: string; kind: string };
-    scope: "Namespaced" | "Cluster";
-    versions: CrdVersion[];
-  };
-  status?: { storedVersions?: string[] };
-}
-
-const CRD = resourceType<Crd>("apiextensions.k8s.io/v1", "CustomResourceDefinition", {
-  plural: "customresourcedefinitions",
-  namespaced: false,
-});
+/** The generated CustomResourceDefinition type (k8s/), the one CRD shape of the library. */
+type Crd = apiextensions_v1.CustomResourceDefinition;
+const CRD = CustomResourceDefinition;
 
 /** Rewrites every object of a CRD in its storage version, trims storedVersions, retires versions. */
 export async function migrateStorageVersion(

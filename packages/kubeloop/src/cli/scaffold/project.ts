@@ -222,31 +222,15 @@ function mainTs({ name }: ProjectOptions): string {
 //   --probe-port / PROBE_PORT       /healthz and /readyz (default 8081)
 //   --leader-elect / LEADER_ELECT=true   only one replica reconciles; the others stand by, warm
 //   --kubeconfig                    default: $KUBECONFIG, ~/.kube/config, or the pod's service account
-// Webhooks listen on $WEBHOOK_PORT (9443) with the certificate in $WEBHOOK_CERT_DIR.
-import { parseArgs } from "node:util";
-import { Manager } from "kubeloop";
+// Webhooks listen on $WEBHOOK_PORT (9443) with the certificate in $WEBHOOK_CERT_DIR; ENABLE_WEBHOOKS=false
+// serves none. The Manager reads all of them (optionsFromCommandLine: a flag wins over its variable).
+import { Manager, optionsFromCommandLine } from "kubeloop";
 import { isWebhookDefinition } from "kubeloop/webhook";
 import * as controllers from "./controllers.ts";
 import * as webhooks from "./webhooks.ts";
 
-/** The Lease through which replicas elect the one that reconciles. */
-const LEADER_ELECTION_ID = "${name}";
-
-const { values } = parseArgs({
-  options: {
-    "metrics-port": { type: "string", default: process.env.METRICS_PORT ?? "8080" },
-    "probe-port": { type: "string", default: process.env.PROBE_PORT ?? "8081" },
-    "leader-elect": { type: "boolean", default: process.env.LEADER_ELECT === "true" },
-    kubeconfig: { type: "string" },
-  },
-});
-
-const manager = new Manager({
-  ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
-  metrics: { port: Number(values["metrics-port"]) },
-  probes: { port: Number(values["probe-port"]) },
-  leaderElection: values["leader-elect"] ? { id: LEADER_ELECTION_ID } : false,
-});
+// The name is the Lease's, through which replicas elect the one that reconciles.
+const manager = new Manager(optionsFromCommandLine({ name: "${name}" }));
 for (const controller of Object.values(controllers)) manager.add(controller);
 // (filtered: with no webhooks yet, the module's namespace is empty and its values are unknown)
 manager.addWebhooks(...Object.values(webhooks).filter(isWebhookDefinition));

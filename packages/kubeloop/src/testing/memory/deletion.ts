@@ -9,7 +9,7 @@ import type { MemoryStore } from "./store.js";
 /** Deletes: preconditions, propagation (finalizers for foreground and orphan), namespaces, collections. */
 export class Deletion {
   constructor(
-    private readonly s: MemoryStore,
+    private readonly store: MemoryStore,
     private readonly gc: GarbageCollector,
   ) {}
 
@@ -17,7 +17,7 @@ export class Deletion {
     const { kind } = route;
     const name = route.name ?? "";
     const key = keyOf(route.namespace, name);
-    const current = this.s.bucket(kind).get(key);
+    const current = this.store.bucket(kind).get(key);
     if (!current) throw notFound(kind.group, kind.resource, name);
     const preconditions = body?.preconditions as { uid?: string; resourceVersion?: string } | undefined;
     if (preconditions?.uid && preconditions.uid !== current.metadata.uid)
@@ -38,7 +38,7 @@ export class Deletion {
         details: { name, ...(kind.group ? { group: kind.group } : {}), kind: kind.resource },
         code: 409,
       } as StatusError["status"]);
-    await this.s.admit(kind, "DELETE", undefined, this.s.output(kind, current));
+    await this.store.admit(kind, "DELETE", undefined, this.store.output(kind, current));
     const policy =
       (body?.propagationPolicy as string | undefined) ??
       (body?.orphanDependents === true ? "Orphan" : undefined);
@@ -48,27 +48,27 @@ export class Deletion {
     if (policy === "Orphan" && !finalizers.includes("orphan")) finalizers.push("orphan");
     if (kind.kind === "Namespace" && kind.group === "") return this.deleteNamespace(kind, current);
     if (finalizers.length) {
-      if (current.metadata.deletionTimestamp) return this.s.output(kind, current);
+      if (current.metadata.deletionTimestamp) return this.store.output(kind, current);
       const old = clone(current);
       const object = clone(current);
       object.metadata.finalizers = finalizers;
-      object.metadata.deletionTimestamp = this.s.timestamp();
+      object.metadata.deletionTimestamp = this.store.timestamp();
       object.metadata.deletionGracePeriodSeconds = 0;
       if (kind.generation) object.metadata.generation = (object.metadata.generation ?? 0) + 1;
-      object.metadata.resourceVersion = this.s.nextRevision();
-      this.s.store(kind, key, object);
-      this.s.record(kind, "MODIFIED", object, old);
+      object.metadata.resourceVersion = this.store.nextRevision();
+      this.store.store(kind, key, object);
+      this.store.record(kind, "MODIFIED", object, old);
       this.gc.run();
-      const after = this.s.bucket(kind).get(key);
-      return this.s.output(kind, after ?? object);
+      const after = this.store.bucket(kind).get(key);
+      return this.store.output(kind, after ?? object);
     }
     const old = current;
     const object = clone(current);
-    object.metadata.resourceVersion = this.s.nextRevision();
-    this.s.bucket(kind).delete(key);
-    this.s.record(kind, "DELETED", object, old);
+    object.metadata.resourceVersion = this.store.nextRevision();
+    this.store.bucket(kind).delete(key);
+    this.store.record(kind, "DELETED", object, old);
     this.gc.deleted(kind, object);
-    if (kind.deleteReturnsObject) return this.s.output(kind, object);
+    if (kind.deleteReturnsObject) return this.store.output(kind, object);
     return {
       kind: "Status",
       apiVersion: "v1",
@@ -84,22 +84,22 @@ export class Deletion {
   }
 
   private deleteNamespace(kind: KindInfo, current: Obj): Obj {
-    if (current.metadata.deletionTimestamp) return this.s.output(kind, current);
+    if (current.metadata.deletionTimestamp) return this.store.output(kind, current);
     const old = current;
     const object = clone(current);
-    object.metadata.deletionTimestamp = this.s.timestamp();
+    object.metadata.deletionTimestamp = this.store.timestamp();
     object.status = { ...object.status, phase: "Terminating" };
-    object.metadata.resourceVersion = this.s.nextRevision();
-    this.s.store(kind, keyOf(undefined, object.metadata.name), object);
-    this.s.record(kind, "MODIFIED", object, old);
+    object.metadata.resourceVersion = this.store.nextRevision();
+    this.store.store(kind, keyOf(undefined, object.metadata.name), object);
+    this.store.record(kind, "MODIFIED", object, old);
     this.gc.run();
-    const after = this.s.bucket(kind).get(keyOf(undefined, object.metadata.name));
-    return this.s.output(kind, after ?? object);
+    const after = this.store.bucket(kind).get(keyOf(undefined, object.metadata.name));
+    return this.store.output(kind, after ?? object);
   }
 
   async deleteCollection(route: Route, query: Record<string, unknown>, body: Obj | undefined): Promise<Obj> {
     const listed = list(
-      this.s,
+      this.store,
       route,
       { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector },
       undefined,

@@ -9,14 +9,14 @@ import type { MemoryStore } from "./store.js";
  */
 export class GarbageCollector {
   constructor(
-    private readonly s: MemoryStore,
+    private readonly store: MemoryStore,
     private readonly enabled: boolean,
   ) {}
 
   /** An object is gone: a CRD takes its kinds with it; then the controllers catch up. */
   deleted(kind: KindInfo, object: Obj): void {
     if (kind.kind === "CustomResourceDefinition" && kind.group === "apiextensions.k8s.io")
-      this.s.forgetCrd(object);
+      this.store.forgetCrd(object);
     this.run();
   }
 
@@ -40,10 +40,10 @@ export class GarbageCollector {
   private collectGarbage(): boolean {
     const uids = new Map<string, { kind: KindInfo; object: Obj }>();
     const all: { kind: KindInfo; object: Obj }[] = [];
-    for (const kind of new Set(this.s.kinds.values())) {
-      if (!this.s.byResource.get(`${kind.group}/${kind.resource}`)?.includes(kind)) continue;
-      if (this.s.byResource.get(`${kind.group}/${kind.resource}`)?.[0] !== kind) continue;
-      for (const object of this.s.bucket(kind).values()) {
+    for (const kind of new Set(this.store.kinds.values())) {
+      if (!this.store.byResource.get(`${kind.group}/${kind.resource}`)?.includes(kind)) continue;
+      if (this.store.byResource.get(`${kind.group}/${kind.resource}`)?.[0] !== kind) continue;
+      for (const object of this.store.bucket(kind).values()) {
         uids.set(object.metadata.uid, { kind, object });
         all.push({ kind, object });
       }
@@ -64,18 +64,18 @@ export class GarbageCollector {
           if (live.length) return true;
           continue;
         }
-        this.s.dropObject(kind, object);
+        this.store.dropObject(kind, object);
         return true;
       }
       if (meta.deletionTimestamp && finalizers.includes("orphan")) {
         for (const d of dependents())
-          this.s.writeSync(d.kind, d.object, (o) => {
+          this.store.writeSync(d.kind, d.object, (o) => {
             o.metadata.ownerReferences = (o.metadata.ownerReferences as Obj[]).filter(
               (r) => r.uid !== meta.uid,
             );
             if (!o.metadata.ownerReferences.length) delete o.metadata.ownerReferences;
           });
-        this.s.writeSync(kind, object, (o) => {
+        this.store.writeSync(kind, object, (o) => {
           o.metadata.finalizers = finalizers.filter((f) => f !== "orphan");
         });
         return true;
@@ -92,7 +92,7 @@ export class GarbageCollector {
           if (changed) return true;
           continue;
         }
-        this.s.writeSync(kind, object, (o) => {
+        this.store.writeSync(kind, object, (o) => {
           o.metadata.finalizers = finalizers.filter((f) => f !== "foregroundDeletion");
         });
         return true;
@@ -123,7 +123,7 @@ export class GarbageCollector {
   deleteSync(kind: KindInfo, object: Obj, policy: string): void {
     const finalizers = [...((object.metadata.finalizers as string[] | undefined) ?? [])];
     if (policy === "Foreground") {
-      const hasDependents = [...this.s.objects.values()].some((b) =>
+      const hasDependents = [...this.store.objects.values()].some((b) =>
         [...b.values()].some((o) =>
           (o.metadata.ownerReferences as Obj[] | undefined)?.some((r) => r.uid === object.metadata.uid),
         ),
@@ -131,14 +131,14 @@ export class GarbageCollector {
       if (hasDependents && !finalizers.includes("foregroundDeletion")) finalizers.push("foregroundDeletion");
     }
     if (finalizers.length) {
-      this.s.writeSync(kind, object, (o) => {
+      this.store.writeSync(kind, object, (o) => {
         o.metadata.finalizers = finalizers;
-        o.metadata.deletionTimestamp = this.s.timestamp();
+        o.metadata.deletionTimestamp = this.store.timestamp();
         o.metadata.deletionGracePeriodSeconds = 0;
         if (kind.generation) o.metadata.generation = (o.metadata.generation ?? 0) + 1;
       });
       return;
     }
-    this.s.dropObject(kind, object);
+    this.store.dropObject(kind, object);
   }
 }

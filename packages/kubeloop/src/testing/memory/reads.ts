@@ -8,14 +8,14 @@ import { type StoredEvent, WatchStream } from "./watch.js";
 
 // Reads: get, list (pages, continue tokens, a past revision, metadata only) and watch.
 
-export function read(s: MemoryStore, route: Route): Obj {
-  const stored = s.bucket(route.kind).get(keyOf(route.namespace, route.name ?? ""));
+export function read(store: MemoryStore, route: Route): Obj {
+  const stored = store.bucket(route.kind).get(keyOf(route.namespace, route.name ?? ""));
   if (!stored) throw notFound(route.kind.group, route.kind.resource, route.name ?? "");
-  return s.output(route.kind, stored);
+  return store.output(route.kind, stored);
 }
 
 export function list(
-  s: MemoryStore,
+  store: MemoryStore,
   route: Route,
   query: Record<string, unknown>,
   accept: string | undefined,
@@ -27,21 +27,21 @@ export function list(
     new Set(["metadata.name", "metadata.namespace", ...kind.selectableFields]),
     !kind.crd && kind.selectableFields.length === 0,
   );
-  let revision = s.revision;
+  let revision = store.revision;
   let start = "";
   if (query.continue) {
     const token = decodeContinue(String(query.continue));
     revision = token.rv;
     start = token.start;
-    if (revision <= s.compactedAt)
+    if (revision <= store.compactedAt)
       throw gone(
         "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
       );
   } else if (query.resourceVersion && query.resourceVersionMatch === "Exact") {
     revision = Number(query.resourceVersion);
-    if (revision <= s.compactedAt) throw gone(`The resourceVersion for the provided list is too old.`);
+    if (revision <= store.compactedAt) throw gone(`The resourceVersion for the provided list is too old.`);
   }
-  const bucket = revision === s.revision ? s.bucket(kind) : s.snapshot(kind, revision);
+  const bucket = revision === store.revision ? store.bucket(kind) : store.snapshot(kind, revision);
   const matching = [...bucket.entries()]
     .filter(([key]) => key > start)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -52,7 +52,7 @@ export function list(
   const more = limit > 0 && matching.length > limit;
   const metadataOnly = accept?.includes("as=PartialObjectMetadataList");
   const items = page.map(([, o]) => {
-    const object = s.output(kind, o);
+    const object = store.output(kind, o);
     if (metadataOnly)
       return { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata };
     // Typed lists of built-in kinds leave out each item's apiVersion and kind; custom resources keep them.
@@ -76,7 +76,7 @@ export function list(
 }
 
 export function openWatch(
-  s: MemoryStore,
+  store: MemoryStore,
   route: Route,
   query: Record<string, unknown>,
   accept: string | undefined,
@@ -101,13 +101,13 @@ export function openWatch(
       apiVersion: apiVersionOf(kind),
       kind: kind.kind,
     },
-    (w) => s.watches.delete(w),
+    (w) => store.watches.delete(w),
   );
   const rv = query.resourceVersion === undefined ? "" : String(query.resourceVersion);
   const initial = query.sendInitialEvents === true || query.sendInitialEvents === "true";
   if (rv === "" || rv === "0" || initial) {
     const state = list(
-      s,
+      store,
       route,
       { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector },
       undefined,
@@ -117,28 +117,28 @@ export function openWatch(
       item.kind = kind.kind;
       watch.push("ADDED", item);
     }
-    if (initial) watch.bookmark(s.revision, { "k8s.io/initial-events-end": "true" });
-    s.watches.add(watch);
+    if (initial) watch.bookmark(store.revision, { "k8s.io/initial-events-end": "true" });
+    store.watches.add(watch);
     return watch;
   }
   const from = Number(rv);
-  if (from < s.compactedAt) {
+  if (from < store.compactedAt) {
     watch.error({
       kind: "Status",
       apiVersion: "v1",
       metadata: {},
       status: "Failure",
-      message: `too old resource version: ${from} (${s.compactedAt})`,
+      message: `too old resource version: ${from} (${store.compactedAt})`,
       reason: "Expired",
       code: 410,
     });
     return watch;
   }
-  for (let i = s.historyStart; i < s.history.length; i++) {
-    const event = s.history[i] as StoredEvent;
-    if (event.resourceVersion > from) watch.offer(s.outputEvent(kind, event));
+  for (let i = store.historyStart; i < store.history.length; i++) {
+    const event = store.history[i] as StoredEvent;
+    if (event.resourceVersion > from) watch.offer(store.outputEvent(kind, event));
   }
-  s.watches.add(watch);
+  store.watches.add(watch);
   return watch;
 }
 

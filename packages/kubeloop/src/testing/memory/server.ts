@@ -63,19 +63,19 @@ export const DEFAULT_HISTORY = 10_000;
  * ```
  */
 export class MemoryApiServer implements MemoryHandler {
-  private readonly s: MemoryStore;
+  private readonly store: MemoryStore;
   private readonly writes: Writes;
   private readonly deletion: Deletion;
 
   constructor(options: MemoryApiServerOptions = {}) {
-    this.s = new MemoryStore({
+    this.store = new MemoryStore({
       history: options.history ?? DEFAULT_HISTORY,
       now: options.now ?? (() => new Date()),
     });
-    const gc = new GarbageCollector(this.s, options.controllers ?? true);
-    this.writes = new Writes(this.s, gc);
-    this.deletion = new Deletion(this.s, gc);
-    for (const kind of builtinKinds()) this.s.addKind(kind);
+    const gc = new GarbageCollector(this.store, options.controllers ?? true);
+    this.writes = new Writes(this.store, gc);
+    this.deletion = new Deletion(this.store, gc);
+    for (const kind of builtinKinds()) this.store.addKind(kind);
     for (const namespace of options.namespaces ?? ["default"])
       this.writes.createDirect({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
     for (const resource of options.resources ?? []) this.installCrd(resource);
@@ -128,13 +128,13 @@ export class MemoryApiServer implements MemoryHandler {
    * An object that already exists is replaced.
    */
   seed<T extends KubeObject>(object: T): T {
-    const kind = this.s.kindFor(String(object.apiVersion), String(object.kind));
+    const kind = this.store.kindFor(String(object.apiVersion), String(object.kind));
     if (!kind && isListedBuiltinKind(String(object.apiVersion), String(object.kind)))
       throw new NotEmulated(notEmulatedKind(String(object.kind), String(object.apiVersion)));
     if (!kind) throw new Error(`seed: kind ${object.kind} in ${object.apiVersion} is not served here`);
     const copy = clone(object) as Obj;
     const key = keyOf(copy.metadata?.namespace, copy.metadata?.name ?? "");
-    const current = this.s.bucket(kind).get(key);
+    const current = this.store.bucket(kind).get(key);
     if (!current)
       return clone(
         this.writes.createSync(
@@ -149,21 +149,21 @@ export class MemoryApiServer implements MemoryHandler {
       ...copy.metadata,
       uid: current.metadata.uid,
       creationTimestamp: current.metadata.creationTimestamp,
-      resourceVersion: this.s.nextRevision(),
+      resourceVersion: this.store.nextRevision(),
     };
-    this.s.bucket(kind).set(key, copy);
-    this.s.record(kind, "MODIFIED", copy, current);
-    return clone(this.s.output(kind, copy)) as T;
+    this.store.bucket(kind).set(key, copy);
+    this.store.record(kind, "MODIFIED", copy, current);
+    return clone(this.store.output(kind, copy)) as T;
   }
 
   /** The current resourceVersion (a list's). */
   get resourceVersion(): string {
-    return String(this.s.revision);
+    return String(this.store.revision);
   }
 
   /** Forgets the history of changes: watches and continue tokens from before now get 410 Gone. */
   compact(): void {
-    this.s.compact();
+    this.store.compact();
   }
 
   /**
@@ -172,9 +172,9 @@ export class MemoryApiServer implements MemoryHandler {
    */
   async settled(): Promise<void> {
     for (let turn = 0; turn < 10_000; turn++) {
-      if ([...this.s.watches].every((w) => w.drained)) {
+      if ([...this.store.watches].every((w) => w.drained)) {
         await new Promise((resolve) => setImmediate(resolve));
-        if ([...this.s.watches].every((w) => w.drained)) return;
+        if ([...this.store.watches].every((w) => w.drained)) return;
       }
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -183,18 +183,18 @@ export class MemoryApiServer implements MemoryHandler {
 
   /** How many watches are open (for tests that wait for a client to start watching). */
   get watchCount(): number {
-    return this.s.watches.size;
+    return this.store.watches.size;
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every watch that allows them. */
   bookmark(): void {
-    for (const watch of this.s.watches) watch.bookmark(this.s.revision);
+    for (const watch of this.store.watches) watch.bookmark(this.store.revision);
   }
 
   /** Calls `defineWebhooks` definitions in process on writes of their kind (defaulting, then validation). */
   addWebhooks(...definitions: WebhookLike[]): void {
     for (const definition of definitions) {
-      const kind = this.s.kindFor(
+      const kind = this.store.kindFor(
         `${definition.resource.group ? `${definition.resource.group}/` : ""}${definition.resource.version}`,
         definition.resource.kind,
       );
@@ -205,7 +205,10 @@ export class MemoryApiServer implements MemoryHandler {
         throw new Error(
           `addWebhooks: kind ${definition.resource.kind} is not served here; install its CRD first`,
         );
-      this.s.admission.push({ kind, handle: (op, object, old) => callWebhook(definition, op, object, old) });
+      this.store.admission.push({
+        kind,
+        handle: (op, object, old) => callWebhook(definition, op, object, old),
+      });
     }
   }
 
@@ -215,12 +218,12 @@ export class MemoryApiServer implements MemoryHandler {
   async handle(request: HttpRequest & { userAgent?: string; user?: UserInfo }): Promise<HttpResponse> {
     const [pathOnly] = request.path.split("?");
     const path = pathOnly ?? "";
-    if (path === "/api" || path === "/apis") return discovery(this.s, path, request.accept);
+    if (path === "/api" || path === "/apis") return discovery(this.store, path, request.accept);
     if (path === "/version") return ok({ major: "1", minor: "36", gitVersion: "v1.36.4-memory" });
-    const route = route_(this.s, path);
+    const route = route_(this.store, path);
     const query = request.query ?? {};
     if (request.user)
-      authorizeRoute(this.s, request.user, route, verbOf(request.method, route.name !== undefined));
+      authorizeRoute(this.store, request.user, route, verbOf(request.method, route.name !== undefined));
     const body = request.body === undefined ? undefined : (parseBody(request.body) as Obj);
     const manager =
       typeof query.fieldManager === "string"
@@ -238,8 +241,8 @@ export class MemoryApiServer implements MemoryHandler {
     }
     switch (request.method) {
       case "GET":
-        if (name) return ok(read(this.s, route));
-        return ok(list(this.s, route, query, request.accept));
+        if (name) return ok(read(this.store, route));
+        return ok(list(this.store, route, query, request.accept));
       case "POST":
         if (name) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
         return created(await this.writes.create(route, body ?? {}, manager));
@@ -275,9 +278,9 @@ export class MemoryApiServer implements MemoryHandler {
         close: () => undefined,
       };
     }
-    const route = route_(this.s, request.path);
-    if (request.user) authorizeRoute(this.s, request.user, route, "watch");
-    const watch = openWatch(this.s, route, query, request.accept);
+    const route = route_(this.store, request.path);
+    if (request.user) authorizeRoute(this.store, request.user, route, "watch");
+    const watch = openWatch(this.store, route, query, request.accept);
     request.signal?.addEventListener("abort", () => watch.close(), { once: true });
     if (typeof query.timeoutSeconds === "number" || typeof query.timeoutSeconds === "string") {
       const timer = setTimeout(() => watch.close(), Number(query.timeoutSeconds) * 1000);

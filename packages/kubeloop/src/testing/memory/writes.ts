@@ -35,14 +35,14 @@ import type { MemoryStore } from "./store.js";
  */
 export class Writes {
   constructor(
-    private readonly s: MemoryStore,
+    private readonly store: MemoryStore,
     private readonly gc: GarbageCollector,
   ) {}
 
   /** Creates an object without admission (server setup). */
   createDirect(object: Obj): void {
     const [group, version] = splitApiVersion(String(object.apiVersion));
-    const kind = this.s.kindFor(String(object.apiVersion), String(object.kind));
+    const kind = this.store.kindFor(String(object.apiVersion), String(object.kind));
     if (!kind) throw new Error(`unknown kind ${object.apiVersion} ${object.kind}`);
     void group;
     void version;
@@ -55,7 +55,12 @@ export class Writes {
 
   async create(route: Route, body: Obj, manager: string): Promise<Obj> {
     const object = clone(body);
-    const admitted = await this.s.admit(route.kind, "CREATE", this.prepareCreate(route, object), undefined);
+    const admitted = await this.store.admit(
+      route.kind,
+      "CREATE",
+      this.prepareCreate(route, object),
+      undefined,
+    );
     return this.createSync(route, admitted, manager, true);
   }
 
@@ -101,7 +106,7 @@ export class Writes {
       errors.push({ type: "FieldValueRequired", field: "metadata.namespace", message: "Required value" });
     const namespace = object.metadata.namespace as string | undefined;
     if (kind.namespaced && namespace) {
-      const ns = this.s.bucket(this.s.kindFor("v1", "Namespace") as KindInfo).get(namespace);
+      const ns = this.store.bucket(this.store.kindFor("v1", "Namespace") as KindInfo).get(namespace);
       if (!ns) throw notFound("", "namespaces", namespace);
       if (ns.metadata.deletionTimestamp)
         throw forbidden(
@@ -121,7 +126,7 @@ export class Writes {
         );
     }
     if (errors.length) throw invalid(kind.group, kind.kind, name ?? "", errors);
-    const bucket = this.s.bucket(kind);
+    const bucket = this.store.bucket(kind);
     if (bucket.has(keyOf(namespace, name ?? ""))) throw alreadyExists(kind.group, kind.resource, name ?? "");
     object.apiVersion = apiVersionOf(kind);
     object.kind = kind.kind;
@@ -129,7 +134,7 @@ export class Writes {
     for (const field of SERVER_METADATA) delete metadata[field];
     if (!seeding) normalise(kind, object, undefined);
     metadata.uid = randomUUID();
-    metadata.creationTimestamp = this.s.timestamp();
+    metadata.creationTimestamp = this.store.timestamp();
     if (kind.generation) metadata.generation = 1;
     if (kind.kind === "CustomResourceDefinition") checkCrd(object);
     recordUpdate(
@@ -140,22 +145,22 @@ export class Writes {
       apiVersionOf(kind),
       kind.status,
       listTypes(kind),
-      this.s.timestamp(),
+      this.store.timestamp(),
     );
     // Created by an apply: the applier owns its fields (as an Apply, not an Update).
     if (appliedFields) metadata.managedFields = appliedFields;
-    metadata.resourceVersion = this.s.nextRevision();
-    if (kind.kind === "CustomResourceDefinition") serveCrd(this.s, object);
-    if (seeding) this.s.bucket(kind).set(keyOf(namespace, name ?? ""), object);
-    else this.s.store(kind, keyOf(namespace, name ?? ""), object);
-    this.s.record(kind, "ADDED", object, undefined);
-    return this.s.output(kind, object);
+    metadata.resourceVersion = this.store.nextRevision();
+    if (kind.kind === "CustomResourceDefinition") serveCrd(this.store, object);
+    if (seeding) this.store.bucket(kind).set(keyOf(namespace, name ?? ""), object);
+    else this.store.store(kind, keyOf(namespace, name ?? ""), object);
+    this.store.record(kind, "ADDED", object, undefined);
+    return this.store.output(kind, object);
   }
 
   async replace(route: Route, body: Obj, manager: string): Promise<Obj> {
     const { kind } = route;
     const name = route.name ?? "";
-    const current = this.s.bucket(kind).get(keyOf(route.namespace, name));
+    const current = this.store.bucket(kind).get(keyOf(route.namespace, name));
     if (body.metadata?.name && body.metadata.name !== name)
       throw badRequest(
         `the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`,
@@ -226,7 +231,7 @@ export class Writes {
       }
     }
     normalise(kind, object, old);
-    object = (await this.s.admit(kind, "UPDATE", object, this.s.output(kind, old))) ?? object;
+    object = (await this.store.admit(kind, "UPDATE", object, this.store.output(kind, old))) ?? object;
     if (recordManager)
       recordUpdate(
         old,
@@ -236,7 +241,7 @@ export class Writes {
         apiVersionOf(kind),
         kind.status,
         listTypes(kind),
-        this.s.timestamp(),
+        this.store.timestamp(),
       );
     const strip = (o: Obj) => {
       const { metadata: m, status, ...rest } = o;
@@ -244,32 +249,32 @@ export class Writes {
       return { ...rest, metadata: meta, status };
     };
     if (sameJson(strip(object), strip(old))) {
-      return this.s.output(kind, old);
+      return this.store.output(kind, old);
     }
     const annotationsCount =
       kind.kind === "Deployment" &&
       JSON.stringify(old.metadata.annotations ?? {}) !== JSON.stringify(metadata.annotations ?? {});
     if (kind.generation && (specChanged(old, object, kind.status) || annotationsCount))
       metadata.generation = (old.metadata.generation ?? 0) + 1;
-    metadata.resourceVersion = this.s.nextRevision();
+    metadata.resourceVersion = this.store.nextRevision();
     const key = keyOf(route.namespace, String(old.metadata.name));
     if (metadata.deletionTimestamp && !((metadata.finalizers as string[] | undefined) ?? []).length) {
-      this.s.bucket(kind).delete(key);
-      this.s.record(kind, "DELETED", object, old);
+      this.store.bucket(kind).delete(key);
+      this.store.record(kind, "DELETED", object, old);
       this.gc.deleted(kind, object);
       // The answer carries the last stored version, as kube-apiserver's does.
-      return this.s.output(kind, {
+      return this.store.output(kind, {
         ...object,
         metadata: { ...metadata, resourceVersion: old.metadata.resourceVersion },
       });
     }
     if (kind.kind === "CustomResourceDefinition" && route.subresource !== "status") {
       checkCrd(object); // a changed schema's rules are checked as a new CRD's are
-      serveCrd(this.s, object);
+      serveCrd(this.store, object);
     }
-    this.s.store(kind, key, object);
-    this.s.record(kind, "MODIFIED", object, old);
-    return this.s.output(kind, object);
+    this.store.store(kind, key, object);
+    this.store.record(kind, "MODIFIED", object, old);
+    return this.store.output(kind, object);
   }
 
   async patch(
@@ -281,14 +286,14 @@ export class Writes {
   ): Promise<Obj> {
     const { kind } = route;
     const name = route.name ?? "";
-    const current = this.s.bucket(kind).get(keyOf(route.namespace, name));
+    const current = this.store.bucket(kind).get(keyOf(route.namespace, name));
     if (contentType.startsWith("application/apply-patch")) {
       const applied = (typeof body === "string" ? JSON.parse(body) : body) as Obj;
       return this.apply(route, current, applied, manager, force);
     }
     if (!current) throw notFound(kind.group, kind.resource, name);
     // A deep copy: the patch functions share the subtrees they leave alone, and the update writes into them.
-    const base = clone(this.s.output(kind, current));
+    const base = clone(this.store.output(kind, current));
     let patched: Obj;
     if (contentType.startsWith("application/merge-patch+json")) patched = mergePatch(base, body) as Obj;
     else if (contentType.startsWith("application/json-patch+json")) patched = jsonPatch(base, body) as Obj;
@@ -322,7 +327,7 @@ export class Writes {
         `the API version in the data (${applied.apiVersion}) does not match the expected API version (${apiVersionOf(kind)})`,
       );
     const input: ApplyInput = {
-      live: current ? this.s.output(kind, current) : undefined,
+      live: current ? this.store.output(kind, current) : undefined,
       applied,
       manager,
       force,
@@ -330,7 +335,7 @@ export class Writes {
       subresource: route.subresource === "status" ? "status" : undefined,
       statusSubresource: kind.status,
       listTypes: listTypes(kind),
-      now: this.s.timestamp(),
+      now: this.store.timestamp(),
     };
     if (!current) {
       if (route.subresource === "status") throw notFound(kind.group, kind.resource, route.name ?? "");
@@ -343,7 +348,7 @@ export class Writes {
         ...(route.namespace ? { namespace: route.namespace } : {}),
       };
       const managed = object.metadata.managedFields;
-      const admitted = await this.s.admit(kind, "CREATE", this.prepareCreate(route, object), undefined);
+      const admitted = await this.store.admit(kind, "CREATE", this.prepareCreate(route, object), undefined);
       return this.createSync(route, admitted, manager, true, false, managed);
     }
     const rv = applied.metadata?.resourceVersion;
