@@ -14,7 +14,7 @@ export function kubeconfigCredentials(path) {
   };
 }
 
-export function httpsText(creds, path) {
+function httpsText(creds, path) {
   return new Promise((resolve, reject) => {
     const req = request(
       new URL(path, creds.server),
