@@ -3,7 +3,7 @@
 // Run: npm run bench:peers [-- --quick] [-- --rounds 3] [-- --only kubeloop,controller-runtime]
 // Writes bench/RESULTS.md (and bench/results.jsonl with every sample). See bench/peers/README.md.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   copyFileSync,
@@ -17,14 +17,16 @@ import {
 } from "node:fs";
 import { request } from "node:https";
 import { stripTypeScriptTypes } from "node:module";
-import { cpus, homedir, totalmem } from "node:os";
+import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ControlPlane } from "kubeloop/testing";
+import { kubeconfigCredentials, operatorRequests } from "./peers/api-requests.mjs";
+import { Proc } from "./peers/proc.mjs";
+import { report, variantName } from "./peers/report.mjs";
 import { Widget } from "./peers/widget.ts";
-import { median, procStats } from "./stats.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const peersDir = join(here, "peers");
@@ -84,7 +86,6 @@ const LOAD_CONCURRENCY = 16; // the load generator's parallel requests (creates,
 // The floor's workers: 16 was its best on this machine (1,000 Widgets: 4 → 7.4 s, 16 → 4.8 s, 64 → 5.5 s).
 const WARMUP = 50;
 const VARIANTS = (opts.variants ?? "").split("|");
-const variantName = (flags) => (flags ? `kubeloop node ${flags}` : "kubeloop, plain node");
 // kubeloop runs as its image runs it: the bundle `kubeloop build` makes, through the launcher, which
 // adds heap flags sized from the memory limit (none here unless the runner is in a memory cgroup:
 // --max-semi-space-size=4 only), with the image's MALLOC_ARENA_MAX (cli/image/build.ts).
@@ -239,154 +240,6 @@ function buildPeers(selected) {
     },
     builds,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Processes, /proc sampling, the API server's request counter
-
-/** A child process whose stdout lines are kept and can be awaited. */
-class Proc {
-  constructor(name, argv, env) {
-    this.name = name;
-    this.lines = [];
-    this.waiters = [];
-    this.peakRss = 0;
-    this.startedAt = performance.now();
-    this.child = spawn(argv[0], argv.slice(1), {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    this.stderr = "";
-    this.exited = new Promise((resolve) => this.child.on("exit", resolve));
-    let buffered = "";
-    this.child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      buffered += chunk;
-      const parts = buffered.split("\n");
-      buffered = parts.pop() ?? "";
-      for (const line of parts) this.line(line);
-    });
-    this.child.stderr.setEncoding("utf8").on("data", (chunk) => {
-      this.stderr = (this.stderr + chunk).slice(-4000);
-    });
-    this.sampler = setInterval(() => this.sample(), 100);
-  }
-  line(text) {
-    const at = performance.now();
-    this.lines.push({ text, at });
-    if (text.startsWith("STATS "))
-      this.stats = {
-        ...this.stats, // the breakdown comes on every fifth line; keep the last one seen
-        ...Object.fromEntries(
-          text
-            .slice(6)
-            .split(" ")
-            .map((kv) => [kv.split("=")[0], Number(kv.split("=")[1])]),
-        ),
-      };
-    for (const waiter of [...this.waiters]) {
-      if (waiter.match(text)) {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        waiter.resolve({ text, at });
-      }
-    }
-  }
-  sample() {
-    const s = procStats(this.child.pid);
-    if (s) this.peakRss = Math.max(this.peakRss, s.rss);
-    return s;
-  }
-  resetPeak() {
-    this.peakRss = this.sample()?.rss ?? 0;
-  }
-  /** Resolves with the first line (from now on, or already seen if `past`) that matches. */
-  waitFor(match, timeoutMs, past = false) {
-    const test = typeof match === "string" ? (t) => t.startsWith(match) : match;
-    if (past) {
-      const seen = this.lines.find((l) => test(l.text));
-      if (seen) return Promise.resolve(seen);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w.resolve !== done);
-        reject(
-          new Error(
-            `${this.name}: no "${match}" within ${timeoutMs / 1000} s; stderr: ${this.stderr.slice(-1500)}`,
-          ),
-        );
-      }, timeoutMs);
-      const done = (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      };
-      this.waiters.push({ match: test, resolve: done });
-      this.child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(
-          new Error(`${this.name} exited (${code}) before "${match}"; stderr: ${this.stderr.slice(-1500)}`),
-        );
-      });
-    });
-  }
-  async stop() {
-    clearInterval(this.sampler);
-    if (this.child.exitCode === null) {
-      this.child.kill("SIGTERM");
-      const killer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
-      await this.exited;
-      clearTimeout(killer);
-    }
-  }
-}
-
-function kubeconfigCredentials(path) {
-  const text = readFileSync(path, "utf8");
-  const field = (key) => Buffer.from(new RegExp(`${key}:\\s*(\\S+)`).exec(text)?.[1] ?? "", "base64");
-  return {
-    server: /server:\s*(\S+)/.exec(text)?.[1] ?? "",
-    ca: field("certificate-authority-data"),
-    cert: field("client-certificate-data"),
-    key: field("client-key-data"),
-  };
-}
-
-function httpsText(creds, path) {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL(path, creds.server),
-      { ca: creds.ca, cert: creds.cert, key: creds.key },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (c) => {
-          body += c;
-        });
-        res.on("end", () =>
-          res.statusCode === 200 ? resolve(body) : reject(new Error(`${path}: ${res.statusCode}`)),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-/**
- * Requests on widgets and configmaps (watches excluded: they are counted when they end), minus the
- * load generator's own (POST widgets, PATCH widgets without subresource). Its watcher's one LIST
- * per start is subtracted by the caller.
- */
-async function operatorRequests(creds) {
-  const text = await httpsText(creds, "/metrics");
-  let total = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("apiserver_request_total{")) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (labels.resource !== "widgets" && labels.resource !== "configmaps") continue;
-    if (labels.verb === "WATCH") continue;
-    if (labels.resource === "widgets" && labels.verb === "POST") continue;
-    if (labels.resource === "widgets" && labels.verb === "PATCH" && !labels.subresource) continue;
-    total += Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return total;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -590,176 +443,6 @@ async function coldAndMemory(peers, impls, record) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Report
-
-const fmt = (x, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–");
-const mib = (x) => fmt(x / 2 ** 20, 0);
-
-function report(samples, peers, impls, startedAt, finishedAt) {
-  const floorNote = `floor = bench/peers/go/loadgen (client-go, no cache, no queue, ${FLOOR_CONCURRENCY} workers)`;
-  const med = (impl, scenario, key) =>
-    median(samples.filter((s) => s.impl === impl && s.scenario === scenario).map((s) => s[key]));
-  const ratio = (scenario, key, peer) => med("kubeloop", scenario, key) / med(peer, scenario, key);
-  const peersOf = impls.filter((i) => i !== "kubeloop");
-  const ratioCells = (scenario, key) => peersOf.map((p) => fmt(ratio(scenario, key, p))).join(" | ");
-  const lines = [];
-  const cpu = cpus();
-  lines.push("# kubeloop against its peers");
-  lines.push("");
-  lines.push(
-    `Generated by \`npm run bench:peers${quick ? " -- --quick" : ""}\` (bench/peers.mjs) on ${startedAt.toISOString().slice(0, 10)}, ${startedAt.toISOString().slice(11, 16)}–${finishedAt.toISOString().slice(11, 16)} UTC.`,
-  );
-  lines.push("");
-  lines.push(
-    `- Machine: ${cpu.length} × ${cpu[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average at start: \`${loadavgAtStart}\`.`,
-  );
-  lines.push(
-    `- kubeloop (workspace) on Node ${peers.versions.node}; controller-runtime ${peers.versions.controllerRuntime} (${peers.versions.go}); kube ${peers.versions.kube} + k8s-openapi ${peers.versions.k8sOpenapi} (${peers.versions.rust}, release build); ${floorNote}.`,
-  );
-  lines.push(
-    `- kubeloop runs as its image runs it: the bundle \`kubeloop build\` makes (main.mjs and its chunks), with the image's ${IMAGE_ENV.join(" ")}, through the launcher that sizes V8's heap (packages/kubeloop/src/cli/image/launcher.ts): node \`${samples.find((s) => s.impl === "kubeloop" && s.node !== undefined)?.node ?? "?"}\`.`,
-  );
-  lines.push(
-    `- ${plan.rounds} round(s), implementations interleaved (order reversed every other round); figures are medians over rounds. Reconcile concurrency ${CONCURRENCY} in every framework.`,
-  );
-  lines.push("");
-  const header = (cols) => [`| ${cols.join(" | ")} |`, `|${cols.map(() => "---").join("|")}|`];
-
-  lines.push("## Converge and churn (fresh control plane per implementation and round)");
-  lines.push("");
-  lines.push(
-    ...header([
-      "scenario",
-      "implementation",
-      "wall s",
-      "operator CPU s",
-      "CPU ms / Widget",
-      "peak RSS MiB",
-      "API requests",
-      "reconciles",
-    ]),
-  );
-  for (const scenario of [...plan.converge.map((n) => `converge-${n}`), "churn"]) {
-    const per = scenario === "churn" ? plan.churnUpdates : Number(scenario.split("-")[1]);
-    for (const impl of impls) {
-      lines.push(
-        `| ${scenario} | ${impl} | ${fmt(med(impl, scenario, "wall"))} | ${fmt(med(impl, scenario, "cpu"))} | ${fmt((med(impl, scenario, "cpu") * 1000) / per, 3)} | ${mib(med(impl, scenario, "peakRss"))} | ${fmt(med(impl, scenario, "requests"), 0)} | ${fmt(med(impl, scenario, "reconciles"), 0)} |`,
-      );
-    }
-  }
-  lines.push("");
-  lines.push(
-    `Churn: ${plan.churnUpdates} spec updates at ${plan.churnRate}/s over ${plan.churnWidgets} converged Widgets; update-to-Ready latency seen by a separate watcher process:`,
-  );
-  lines.push("");
-  lines.push(...header(["implementation", "p50 ms", "p99 ms", "updates seen Ready"]));
-  for (const impl of impls)
-    lines.push(
-      `| ${impl} | ${fmt(med(impl, "churn", "p50"), 0)} | ${fmt(med(impl, "churn", "p99"), 0)} | ${fmt(med(impl, "churn", "seen"), 0)} |`,
-    );
-  lines.push("");
-  lines.push(
-    "## Cold start and memory (one control plane for the group, populated once with converged Widgets)",
-  );
-  lines.push("");
-  lines.push(
-    `Cold start: ${plan.rounds} round(s) at ${plan.cold}; memory at ${plan.memory.at(-1)}: ${plan.memoryRounds} round(s). Each start is a fresh process; "no-op pass done" = the operator reconciled every Widget once (no writes needed).`,
-  );
-  lines.push("");
-  lines.push(
-    ...header([
-      "scenario",
-      "implementation",
-      "start → no-op pass done s",
-      "CPU s",
-      "peak RSS MiB",
-      "steady RSS MiB",
-      "heap MiB",
-      "API requests",
-    ]),
-  );
-  const cached = [...impls.filter((i) => i !== "floor"), ...VARIANTS.map(variantName)];
-  for (const scenario of ["cold", ...plan.memory.map((n) => `memory-${n}`)]) {
-    for (const impl of cached) {
-      lines.push(
-        `| ${scenario === "cold" ? `cold-${plan.cold}` : scenario} | ${impl} | ${fmt(med(impl, scenario, "wall"))} | ${fmt(med(impl, scenario, "cpu"))} | ${mib(med(impl, scenario, "peakRss"))} | ${mib(med(impl, scenario, "rss"))} | ${mib(med(impl, scenario, "heap"))} | ${fmt(med(impl, scenario, "requests"), 0)} |`,
-      );
-    }
-  }
-  const [small, large] = plan.memory;
-  const perWidget = (impl) =>
-    (med(impl, `memory-${large}`, "rss") - med(impl, `memory-${small}`, "rss")) / (large - small);
-  lines.push("");
-  lines.push(
-    `Memory per cached Widget (with its ConfigMap) = (steady RSS at ${large} − at ${small}) ÷ ${large - small}: ${cached
-      .map((i) => `${i} ${fmt(perWidget(i), 0)} B`)
-      .join(", ")}.`,
-  );
-  lines.push("");
-  lines.push("## Ratios (kubeloop ÷ peer; below 1 means kubeloop is faster or smaller)");
-  lines.push("");
-  lines.push(...header(["measure", ...peersOf.map((p) => `÷ ${p}`)]));
-  for (const n of plan.converge)
-    lines.push(`| converge ${n} wall | ${ratioCells(`converge-${n}`, "wall")} |`);
-  for (const n of plan.converge) lines.push(`| converge ${n} CPU | ${ratioCells(`converge-${n}`, "cpu")} |`);
-  lines.push(`| churn p50 | ${ratioCells("churn", "p50")} |`);
-  lines.push(`| churn p99 | ${ratioCells("churn", "p99")} |`);
-  lines.push(`| churn CPU | ${ratioCells("churn", "cpu")} |`);
-  lines.push(
-    `| cold start (to no-op pass done) | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(ratio("cold", "wall", p)))).join(" | ")} |`,
-  );
-  lines.push(
-    `| memory per cached Widget | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(perWidget("kubeloop") / perWidget(p)))).join(" | ")} |`,
-  );
-  for (const n of plan.memory)
-    lines.push(
-      `| steady RSS at ${n} | ${peersOf.map((p) => (p === "floor" ? "–" : fmt(ratio(`memory-${n}`, "rss", p)))).join(" | ")} |`,
-    );
-  lines.push("");
-  lines.push("## Goals (from the issue)");
-  lines.push("");
-  lines.push(...header(["goal", "figure", "met"]));
-  const goal = (text, value, limit) =>
-    lines.push(
-      `| ${text} ≤ ${limit} | ${fmt(value)} | ${Number.isFinite(value) ? (value <= limit ? "yes" : "**no**") : "not measured"} |`,
-    );
-  const has = (peer) => impls.includes(peer);
-  for (const n of plan.converge) {
-    const s = `converge-${n}`;
-    if (has("controller-runtime"))
-      goal(`converge ${n} wall ÷ controller-runtime`, ratio(s, "wall", "controller-runtime"), 1);
-    if (has("kube-rs")) goal(`converge ${n} wall ÷ kube-rs`, ratio(s, "wall", "kube-rs"), 1);
-    if (has("floor")) goal(`converge ${n} wall ÷ floor`, ratio(s, "wall", "floor"), 1.2);
-  }
-  for (const q of ["p50", "p99"]) {
-    if (has("controller-runtime"))
-      goal(`churn ${q} ÷ controller-runtime`, ratio("churn", q, "controller-runtime"), 1);
-    if (has("kube-rs")) goal(`churn ${q} ÷ kube-rs`, ratio("churn", q, "kube-rs"), 1);
-    if (has("floor")) goal(`churn ${q} ÷ floor`, ratio("churn", q, "floor"), 1.2);
-  }
-  if (has("controller-runtime")) {
-    const perReconcile = (impl, s) => med(impl, s, "cpu") / med(impl, s, "reconciles");
-    for (const s of [...plan.converge.map((n) => `converge-${n}`), "churn"]) {
-      const unit = s === "churn" ? "update" : "Widget";
-      goal(`${s} CPU per ${unit} ÷ controller-runtime`, ratio(s, "cpu", "controller-runtime"), 1.5);
-      goal(
-        `${s} CPU per reconcile ÷ controller-runtime`,
-        perReconcile("kubeloop", s) / perReconcile("controller-runtime", s),
-        1.5,
-      );
-    }
-    goal(
-      "memory per cached Widget ÷ controller-runtime",
-      perWidget("kubeloop") / perWidget("controller-runtime"),
-      1,
-    );
-    goal(`cold start (${plan.cold}) ÷ controller-runtime`, ratio("cold", "wall", "controller-runtime"), 1);
-  }
-  lines.push("");
-  return lines.join("\n");
-}
-
-// ---------------------------------------------------------------------------------------------
 
 let startedAt = new Date();
 let finishedAt;
@@ -778,7 +461,20 @@ const write = (final) => {
     const head = { plan, peers: peers.versions, loadavgAtStart, startedAt, finishedAt };
     writeFileSync(rawPath, [head, ...samples].map((line) => `${JSON.stringify(line)}\n`).join(""));
   }
-  const table = report(samples, peers, impls, startedAt, finishedAt ?? new Date());
+  const table = report({
+    samples,
+    peers,
+    impls,
+    plan,
+    startedAt,
+    finishedAt: finishedAt ?? new Date(),
+    loadavgAtStart,
+    quick,
+    concurrency: CONCURRENCY,
+    floorConcurrency: FLOOR_CONCURRENCY,
+    imageEnv: IMAGE_ENV,
+    variants: VARIANTS,
+  });
   const notes = !quick && existsSync(notesPath) ? `\n${readFileSync(notesPath, "utf8")}` : "";
   writeFileSync(outPath, `${final ? "" : "**Partial: the run is still going.**\n\n"}${table}${notes}`);
   return table;

@@ -79,126 +79,153 @@ async function main() {
   const objects = Number(values.objects);
   const concurrency = Number(values.concurrency);
   const serving = await localWebhookServing();
+  const server = await startWebhookServer(serving);
+  const plane = await new ControlPlane().start();
+  const client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
+  const target = { service: { name: "bench-webhook-service", namespace: "bench" } };
+  try {
+    await plane.installCrdObjects(serving.rewrite([withConversion(Gadget.crd(), gadgetWebhooks, target)]));
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "bench" } });
+    const bench = { client, server, objects, concurrency };
+    const rows = await measureCreates(bench, async () => {
+      const { mutating, validating } = webhookConfigurations("bench", [gadgetWebhooks], target);
+      for (const configuration of serving.rewrite([mutating, validating])) await client.create(configuration);
+    });
+    const lists = await measureLists(bench);
+    printResults(bench, rows, lists);
+  } finally {
+    await client.close();
+    await plane.stop();
+    server.process.kill();
+    serving.dispose();
+  }
+}
+
+/** This file again, as the webhook server; `calls()` asks it how many reviews it has answered. */
+async function startWebhookServer(serving) {
   const server = spawn(
     process.execPath,
     [import.meta.filename, "--serve", String(serving.port), "--cert-dir", serving.certDir],
     { stdio: ["ignore", "inherit", "inherit", "ipc"] },
   );
   await new Promise((resolve) => server.once("message", resolve));
-  const webhookCalls = () =>
+  const calls = () =>
     new Promise((resolve) => {
       server.once("message", resolve);
       server.send("stats");
     });
-  const plane = await new ControlPlane().start();
-  const client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  const target = { service: { name: "bench-webhook-service", namespace: "bench" } };
-  const rows = [];
-  try {
-    await plane.installCrdObjects(serving.rewrite([withConversion(Gadget.crd(), gadgetWebhooks, target)]));
-    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "bench" } });
-    const gadget = (name) => ({
-      apiVersion: Gadget.apiVersion,
-      kind: "Gadget",
-      metadata: { name, namespace: "bench" },
-      spec: { replicas: 1, image: "docker.io/library/nginx:1.27" },
-    });
+  return { process: server, calls };
+}
 
-    const createAll = async (prefix) => {
-      const latencies = [];
-      let next = 0;
-      const cpuBefore = procStats(server.pid).cpu;
-      const callsBefore = await webhookCalls();
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (next < objects) {
-            const name = `${prefix}-${next++}`;
-            const t = performance.now();
-            await client.create(gadget(name));
-            latencies.push(performance.now() - t);
-          }
-        }),
-      );
-      const seconds = (performance.now() - started) / 1000;
-      const webhookCpu = procStats(server.pid).cpu - cpuBefore;
-      return { seconds, latencies, webhookCpu, calls: difference(await webhookCalls(), callsBefore) };
-    };
+function gadget(name) {
+  return {
+    apiVersion: Gadget.apiVersion,
+    kind: "Gadget",
+    metadata: { name, namespace: "bench" },
+    spec: { replicas: 1, image: "docker.io/library/nginx:1.27" },
+  };
+}
 
-    await createAll("warm"); // the first requests pay for connections and caches
-    const plain = await createAll("plain");
-    const { mutating, validating } = webhookConfigurations("bench", [gadgetWebhooks], target);
-    for (const configuration of serving.rewrite([mutating, validating])) await client.create(configuration);
-    // Admission configurations take effect shortly after they are created: wait for a defaulted object.
-    for (let i = 0; ; i++) {
-      const probe = await client.create(gadget(`probe-${i}`));
-      if (probe.metadata.labels?.defaulted === "yes") break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const hooked = await createAll("hooked");
-    rows.push(["create, no webhooks", plain], ["create, defaulting + validating", hooked]);
+/** Creates without webhooks, then with the defaulting and validating ones `install` registers. */
+async function measureCreates({ client, server, objects, concurrency }, install) {
+  const createAll = async (prefix) => {
+    const latencies = [];
+    let next = 0;
+    const cpuBefore = procStats(server.process.pid).cpu;
+    const callsBefore = await server.calls();
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < objects) {
+          const name = `${prefix}-${next++}`;
+          const t = performance.now();
+          await client.create(gadget(name));
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const webhookCpu = procStats(server.process.pid).cpu - cpuBefore;
+    return { seconds, latencies, webhookCpu, calls: difference(await server.calls(), callsBefore) };
+  };
 
-    const total = (await client.list(Gadget, { namespace: "bench" })).items.length;
-    const GadgetV1alpha1 = { ...Gadget, apiVersion: "bench.kubeloop.dev/v1alpha1" };
-    // The first list in v1alpha1 converts every object through the webhook; the API server keeps
-    // the results, so later lists of unchanged objects convert none (the counter shows it).
-    const firstCalls = await webhookCalls();
-    const firstCpu = procStats(server.pid).cpu;
-    const firstStart = performance.now();
-    const first = await client.list(GadgetV1alpha1, { namespace: "bench" });
-    const firstMs = performance.now() - firstStart;
-    const firstConverted = difference(await webhookCalls(), firstCalls).convert;
-    const firstWebhookCpu = procStats(server.pid).cpu - firstCpu;
-    if (first.items.length !== total) throw new Error(`listed ${first.items.length} of ${total}`);
-    // Then alternating, so that neither version has the machine to itself.
-    const lists = { stored: { times: [], cpu: 0 }, converted: { times: [], cpu: 0 } };
-    const callsBefore = await webhookCalls();
-    for (let i = 0; i < 7; i++) {
-      for (const [key, type] of [
-        ["stored", Gadget],
-        ["converted", GadgetV1alpha1],
-      ]) {
-        const cpuBefore = procStats(server.pid).cpu;
-        const t = performance.now();
-        const list = await client.list(type, { namespace: "bench" });
-        lists[key].times.push(performance.now() - t);
-        lists[key].cpu += (procStats(server.pid).cpu - cpuBefore) / 7;
-        if (list.items.length !== total) throw new Error(`listed ${list.items.length} of ${total}`);
-      }
-    }
-    const conversions = difference(await webhookCalls(), callsBefore).convert / 7;
-    const stored = { times: lists.stored.times, webhookCpu: lists.stored.cpu };
-    const converted = { times: lists.converted.times, webhookCpu: lists.converted.cpu };
-    const sample = await client.get(GadgetV1alpha1, "plain-0", { namespace: "bench" });
-    if (sample.spec.count !== 1) throw new Error("conversion lost spec.count");
-
-    console.log(
-      `\nmachine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ${objects} objects, concurrency ${concurrency}\n`,
-    );
-    console.log("| scenario | creates/s | p50 ms | p99 ms | webhook calls | webhook CPU ms per object |");
-    console.log("|---|---|---|---|---|---|");
-    for (const [name, r] of rows) {
-      console.log(
-        `| ${name} | ${Math.round(objects / r.seconds)} | ${quantile(r.latencies, 0.5).toFixed(1)} | ${quantile(r.latencies, 0.99).toFixed(1)} | ${r.calls.default} defaulting, ${r.calls.validate} validating | ${((r.webhookCpu * 1000) / objects).toFixed(3)} |`,
-      );
-    }
-    console.log(`\n| list of ${total} | median ms (7 runs) | webhook CPU ms per list |`);
-    console.log("|---|---|---|");
-    console.log(
-      `| v1 (stored version) | ${median(stored.times).toFixed(0)} | ${(stored.webhookCpu * 1000).toFixed(0)} |`,
-    );
-    console.log(
-      `| v1alpha1, first list (${firstConverted} objects converted by the webhook) | ${firstMs.toFixed(0)} | ${(firstWebhookCpu * 1000).toFixed(0)} |`,
-    );
-    console.log(
-      `| v1alpha1, later lists (${Math.round(conversions)} converted per list) | ${median(converted.times).toFixed(0)} | ${(converted.webhookCpu * 1000).toFixed(0)} |`,
-    );
-  } finally {
-    await client.close();
-    await plane.stop();
-    server.kill();
-    serving.dispose();
+  await createAll("warm"); // the first requests pay for connections and caches
+  const plain = await createAll("plain");
+  await install();
+  // Admission configurations take effect shortly after they are created: wait for a defaulted object.
+  for (let i = 0; ; i++) {
+    const probe = await client.create(gadget(`probe-${i}`));
+    if (probe.metadata.labels?.defaulted === "yes") break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  const hooked = await createAll("hooked");
+  return [
+    ["create, no webhooks", plain],
+    ["create, defaulting + validating", hooked],
+  ];
+}
+
+/** Lists in the stored version and, through the conversion webhook, in v1alpha1. */
+async function measureLists({ client, server }) {
+  const total = (await client.list(Gadget, { namespace: "bench" })).items.length;
+  const GadgetV1alpha1 = { ...Gadget, apiVersion: "bench.kubeloop.dev/v1alpha1" };
+  // The first list in v1alpha1 converts every object through the webhook; the API server keeps
+  // the results, so later lists of unchanged objects convert none (the counter shows it).
+  const firstCalls = await server.calls();
+  const firstCpu = procStats(server.process.pid).cpu;
+  const firstStart = performance.now();
+  const first = await client.list(GadgetV1alpha1, { namespace: "bench" });
+  const firstMs = performance.now() - firstStart;
+  const firstConverted = difference(await server.calls(), firstCalls).convert;
+  const firstWebhookCpu = procStats(server.process.pid).cpu - firstCpu;
+  if (first.items.length !== total) throw new Error(`listed ${first.items.length} of ${total}`);
+  // Then alternating, so that neither version has the machine to itself.
+  const lists = { stored: { times: [], cpu: 0 }, converted: { times: [], cpu: 0 } };
+  const callsBefore = await server.calls();
+  for (let i = 0; i < 7; i++) {
+    for (const [key, type] of [
+      ["stored", Gadget],
+      ["converted", GadgetV1alpha1],
+    ]) {
+      const cpuBefore = procStats(server.process.pid).cpu;
+      const t = performance.now();
+      const list = await client.list(type, { namespace: "bench" });
+      lists[key].times.push(performance.now() - t);
+      lists[key].cpu += (procStats(server.process.pid).cpu - cpuBefore) / 7;
+      if (list.items.length !== total) throw new Error(`listed ${list.items.length} of ${total}`);
+    }
+  }
+  const conversions = difference(await server.calls(), callsBefore).convert / 7;
+  const stored = { times: lists.stored.times, webhookCpu: lists.stored.cpu };
+  const converted = { times: lists.converted.times, webhookCpu: lists.converted.cpu };
+  const sample = await client.get(GadgetV1alpha1, "plain-0", { namespace: "bench" });
+  if (sample.spec.count !== 1) throw new Error("conversion lost spec.count");
+  return { total, firstMs, firstConverted, firstWebhookCpu, conversions, stored, converted };
+}
+
+function printResults({ objects, concurrency }, rows, lists) {
+  const { total, firstMs, firstConverted, firstWebhookCpu, conversions, stored, converted } = lists;
+  console.log(
+    `\nmachine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ${objects} objects, concurrency ${concurrency}\n`,
+  );
+  console.log("| scenario | creates/s | p50 ms | p99 ms | webhook calls | webhook CPU ms per object |");
+  console.log("|---|---|---|---|---|---|");
+  for (const [name, r] of rows) {
+    console.log(
+      `| ${name} | ${Math.round(objects / r.seconds)} | ${quantile(r.latencies, 0.5).toFixed(1)} | ${quantile(r.latencies, 0.99).toFixed(1)} | ${r.calls.default} defaulting, ${r.calls.validate} validating | ${((r.webhookCpu * 1000) / objects).toFixed(3)} |`,
+    );
+  }
+  console.log(`\n| list of ${total} | median ms (7 runs) | webhook CPU ms per list |`);
+  console.log("|---|---|---|");
+  console.log(
+    `| v1 (stored version) | ${median(stored.times).toFixed(0)} | ${(stored.webhookCpu * 1000).toFixed(0)} |`,
+  );
+  console.log(
+    `| v1alpha1, first list (${firstConverted} objects converted by the webhook) | ${firstMs.toFixed(0)} | ${(firstWebhookCpu * 1000).toFixed(0)} |`,
+  );
+  console.log(
+    `| v1alpha1, later lists (${Math.round(conversions)} converted per list) | ${median(converted.times).toFixed(0)} | ${(converted.webhookCpu * 1000).toFixed(0)} |`,
+  );
 }
 
 function difference(after, before) {

@@ -44,9 +44,11 @@ export async function runRealPodsSampleDB({
   return results;
 }
 
+const NAMESPACE = "chaos";
+
 async function runSetting(world, { workers, sampledbs, repetitions, log }) {
   const { plane } = world;
-  const ns = "chaos";
+  const ns = NAMESPACE;
   const k = (args, input) => world.ok(["-n", ns, ...args], input);
   await plane.installCrdObjects(readCrds([join(SAMPLEDB, "config/crd/sampledbs.seed.example.com.yaml")]));
   const journal = await startReconcileJournal();
@@ -63,28 +65,7 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
   });
   const cpu = cpuMeter(operator.process.pid);
   try {
-    await world.ok(["create", "namespace", ns]);
-    const names = Array.from({ length: sampledbs }, (_, i) => `db-${i}`);
-    const items = names.map((name) => ({
-      apiVersion: "seed.example.com/v1",
-      kind: "SampleDB",
-      metadata: { name, namespace: ns },
-      // The default replication: synchronous, durability preferred.
-      spec: { instances: 2, storage: "256Mi", image: world.postgres },
-    }));
-    await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
-    await waitFor(async () => (await readState(k)).every((db) => db.whole), 400_000, "every SampleDB Ready");
-    // The writers' table; its creation returns once a synchronous standby has it.
-    await Promise.all(
-      names.map((db) =>
-        world.sqlPod(
-          ns,
-          db,
-          `${db}-table`,
-          `for i in $(seq 60); do timeout 30 psql -qc "create table t (id serial primary key)" && exit 0; sleep 1; done; exit 1`,
-        ),
-      ),
-    );
+    const names = await createSampleDBs(world, k, ns, sampledbs);
     log("  all Ready, tables made");
 
     const recoveries = { "pod-delete": [], "node-stop": [] };
@@ -104,47 +85,10 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
           "the writers to write",
         );
         const before = await readState(k);
-        let recovery;
-        if (kind === "pod-delete") {
-          const primaries = before.map((db) => db.primary);
-          const pods = await dbPods(k);
-          const gone = new Set(pods.filter((p) => primaries.includes(p.name)).map((p) => p.uid));
-          const faults = await Promise.all(
-            primaries.map((pod) => deletePod(plane, { namespace: ns, pod, gracePeriodSeconds: 0 })),
-          );
-          recovery = await measure(faults[0], k, gone);
-          recoveries[kind].push(recovery.ms);
-          log(`  pod-delete ${rep + 1}: ${recovery.ms} ms (status left Ready: ${recovery.sawDegraded})`);
-        } else {
-          const primary = (await dbPods(k)).find((p) => p.name === before[0].primary);
-          const node = primary.node;
-          const stopped = await stopNode(plane, node);
-          await waitFor(
-            async () => !(await nodeReady(world.ok.bind(world), node)),
-            90_000,
-            `${node} NotReady`,
-          );
-          // The operator may have deleted some already (a follower restarted after a failover).
-          const onNode = (await dbPods(k, { terminating: true })).filter((p) => p.node === node);
-          const deletedAt = Date.now();
-          if (onNode.length)
-            await k([
-              "delete",
-              "pod",
-              "--force",
-              "--grace-period=0",
-              "--wait=false",
-              ...onNode.map((p) => p.name),
-            ]);
-          recovery = await measure(stopped, k, new Set(onNode.map((p) => p.uid)));
-          recoveries[kind].push(recovery.recoveredAt - deletedAt);
-          notReadyMs.push(deletedAt - stopped.injectedAt);
-          log(
-            `  node-stop ${rep + 1}: ${recoveries[kind].at(-1)} ms after its ${onNode.length} SampleDB pods were deleted (NotReady after ${deletedAt - stopped.injectedAt} ms; status left Ready: ${recovery.sawDegraded})`,
-          );
-          await stopped.restore();
-          await waitFor(() => nodeReady(world.ok.bind(world), node), 90_000, `${node} Ready`);
-        }
+        const fault = kind === "pod-delete" ? deletePrimaries : stopPrimaryNode;
+        const recovery = await fault(world, k, before, `${kind} ${rep + 1}`, log);
+        recoveries[kind].push(recovery.ms);
+        if (recovery.notReadyMs !== undefined) notReadyMs.push(recovery.notReadyMs);
         if (recovery.sawDegraded) degradedSeen++;
         const count = await lostRows(world, ns, writers);
         acknowledged += count.acknowledged;
@@ -171,6 +115,71 @@ async function runSetting(world, { workers, sampledbs, repetitions, log }) {
     await operator.stop();
     await journal.stop();
   }
+}
+
+/** `count` SampleDBs of 2 instances, Ready, each with the writers' table; returns their names. */
+async function createSampleDBs(world, k, ns, count) {
+  await world.ok(["create", "namespace", ns]);
+  const names = Array.from({ length: count }, (_, i) => `db-${i}`);
+  const items = names.map((name) => ({
+    apiVersion: "seed.example.com/v1",
+    kind: "SampleDB",
+    metadata: { name, namespace: ns },
+    // The default replication: synchronous, durability preferred.
+    spec: { instances: 2, storage: "256Mi", image: world.postgres },
+  }));
+  await k(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  await waitFor(async () => (await readState(k)).every((db) => db.whole), 400_000, "every SampleDB Ready");
+  // The writers' table; its creation returns once a synchronous standby has it.
+  await Promise.all(
+    names.map((db) =>
+      world.sqlPod(
+        ns,
+        db,
+        `${db}-table`,
+        `for i in $(seq 60); do timeout 30 psql -qc "create table t (id serial primary key)" && exit 0; sleep 1; done; exit 1`,
+      ),
+    ),
+  );
+  return names;
+}
+
+/** Every SampleDB's primary pod deleted at once; recovery from then. */
+async function deletePrimaries(world, k, before, label, log) {
+  const primaries = before.map((db) => db.primary);
+  const pods = await dbPods(k);
+  const gone = new Set(pods.filter((p) => primaries.includes(p.name)).map((p) => p.uid));
+  const faults = await Promise.all(
+    primaries.map((pod) => deletePod(world.plane, { namespace: NAMESPACE, pod, gracePeriodSeconds: 0 })),
+  );
+  const recovery = await measure(faults[0], k, gone);
+  log(`  ${label}: ${recovery.ms} ms (status left Ready: ${recovery.sawDegraded})`);
+  return recovery;
+}
+
+/**
+ * The node of the first SampleDB's primary stopped; once NotReady, its SampleDB pods force-deleted
+ * and recovery measured from then; the node started again after.
+ */
+async function stopPrimaryNode(world, k, before, label, log) {
+  const primary = (await dbPods(k)).find((p) => p.name === before[0].primary);
+  const node = primary.node;
+  const stopped = await stopNode(world.plane, node);
+  await waitFor(async () => !(await nodeReady(world.ok.bind(world), node)), 90_000, `${node} NotReady`);
+  // The operator may have deleted some already (a follower restarted after a failover).
+  const onNode = (await dbPods(k, { terminating: true })).filter((p) => p.node === node);
+  const deletedAt = Date.now();
+  if (onNode.length)
+    await k(["delete", "pod", "--force", "--grace-period=0", "--wait=false", ...onNode.map((p) => p.name)]);
+  const recovery = await measure(stopped, k, new Set(onNode.map((p) => p.uid)));
+  const ms = recovery.recoveredAt - deletedAt;
+  const notReadyMs = deletedAt - stopped.injectedAt;
+  log(
+    `  ${label}: ${ms} ms after its ${onNode.length} SampleDB pods were deleted (NotReady after ${notReadyMs} ms; status left Ready: ${recovery.sawDegraded})`,
+  );
+  await stopped.restore();
+  await waitFor(() => nodeReady(world.ok.bind(world), node), 90_000, `${node} Ready`);
+  return { ...recovery, ms, notReadyMs };
 }
 
 /**

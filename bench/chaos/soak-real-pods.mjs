@@ -68,40 +68,15 @@ export async function runSoakRealPods({ minutes, nginxes, faultEveryMs, out: pat
       title: `${nginxes} Nginx on 2 real nodes, 1 spec change/s`,
     });
     const writer = startWriter(k, written, want);
-    const samples = [];
     const end = started + minutes * 60_000;
-    const sampling = (async () => {
-      while (Date.now() < end) {
-        for (const replica of replicas) {
-          const sample = await replica.sample();
-          if (!sample) continue;
-          const record = { type: "sample", minute: minute(), replica: replica.name, ...sample };
-          samples.push(record);
-          write(record);
-        }
-        await sleep(5_000);
-      }
-    })();
+    const samples = [];
+    const sampling = sampleReplicas(replicas, end, minute, (record) => {
+      samples.push(record);
+      write(record);
+    });
 
     const faults = faultKinds(plane, k, probes, state, replicas);
-    const failures = [];
-    let faultsRun = 0;
-    for (let i = 0; Date.now() + faultEveryMs < end; i++, faultsRun++) {
-      const slot = Date.now();
-      await sleep(faultEveryMs / 2);
-      const fault = faults[i % faults.length];
-      const at = minute();
-      try {
-        const result = await fault.run(i);
-        write({ type: "fault", minute: at, scenario: fault.name, ...result });
-        log(`${fault.name}: recovered in ${(result.recoveryMs / 1000).toFixed(1)} s (${result.what})`);
-      } catch (error) {
-        failures.push(`${fault.name}: ${error.message}`);
-        write({ type: "fault", minute: at, scenario: fault.name, error: error.message });
-        log(`${fault.name}: ${error.message}`);
-      }
-      await sleep(Math.max(0, slot + faultEveryMs - Date.now()));
-    }
+    const { failures, faultsRun } = await runFaults(faults, { faultEveryMs, end, minute, write, log });
     await sleep(Math.max(0, end - Date.now()));
     await sampling;
     const writes = await writer.stop();
@@ -139,6 +114,40 @@ export async function runSoakRealPods({ minutes, nginxes, faultEveryMs, out: pat
   }
 }
 
+/** Every 5 s until `end`, each replica's heap, RSS and leadership, as a "sample" record. */
+async function sampleReplicas(replicas, end, minute, record) {
+  while (Date.now() < end) {
+    for (const replica of replicas) {
+      const sample = await replica.sample();
+      if (sample) record({ type: "sample", minute: minute(), replica: replica.name, ...sample });
+    }
+    await sleep(5_000);
+  }
+}
+
+/** A fault every `faultEveryMs`, in the middle of its slot, in turn, until `end`; a failed one is counted, not thrown. */
+async function runFaults(faults, { faultEveryMs, end, minute, write, log }) {
+  const failures = [];
+  let faultsRun = 0;
+  for (let i = 0; Date.now() + faultEveryMs < end; i++, faultsRun++) {
+    const slot = Date.now();
+    await sleep(faultEveryMs / 2);
+    const fault = faults[i % faults.length];
+    const at = minute();
+    try {
+      const result = await fault.run(i);
+      write({ type: "fault", minute: at, scenario: fault.name, ...result });
+      log(`${fault.name}: recovered in ${(result.recoveryMs / 1000).toFixed(1)} s (${result.what})`);
+    } catch (error) {
+      failures.push(`${fault.name}: ${error.message}`);
+      write({ type: "fault", minute: at, scenario: fault.name, error: error.message });
+      log(`${fault.name}: ${error.message}`);
+    }
+    await sleep(Math.max(0, slot + faultEveryMs - Date.now()));
+  }
+  return { failures, faultsRun };
+}
+
 /** The faults, in the order the soak runs them; each resolves with `{ recoveryMs, what, … }`. */
 function faultKinds(plane, k, probes, state, replicas) {
   const probePods = async () => (await podsOn(k)).filter((p) => probes.has(p.instance));
@@ -148,109 +157,129 @@ function faultKinds(plane, k, probes, state, replicas) {
     return pods[i % pods.length];
   };
   const whole = (gone = new Set()) => isWhole(state, gone);
-  return [
-    {
-      name: "pod-delete",
-      async run(i) {
-        const pod = await pick(i);
-        const fault = await deletePod(plane, { namespace: "chaos", pod: pod.name, gracePeriodSeconds: 0 });
-        const recovery = await fault.recovered(() => whole(new Set([pod.name])), RECOVERY);
-        return { recoveryMs: recovery.ms, what: pod.name };
-      },
+  const faults = { plane, k, replicas, pick, whole };
+  return [podDelete, containerKill, networkCut, leaderKill, nodeStop].map((fault) => fault(faults));
+}
+
+/** A probe's pod deleted; whole once the Nginx status has every probe Ready on live pods again. */
+function podDelete({ plane, pick, whole }) {
+  return {
+    name: "pod-delete",
+    async run(i) {
+      const pod = await pick(i);
+      const fault = await deletePod(plane, { namespace: "chaos", pod: pod.name, gracePeriodSeconds: 0 });
+      const recovery = await fault.recovered(() => whole(new Set([pod.name])), RECOVERY);
+      return { recoveryMs: recovery.ms, what: pod.name };
     },
-    {
-      name: "container-kill",
-      async run(i) {
-        const pod = await pick(i);
-        const fault = await killContainer(plane, { namespace: "chaos", pod: pod.name });
-        const restarts = async () =>
-          Number(
-            await k([
-              "-n",
-              "chaos",
-              "get",
-              "pod",
-              pod.name,
-              "-o",
-              "jsonpath={.status.containerStatuses[0].restartCount}",
-            ]),
-          );
-        // Whole once the kubelet has restarted the container and the status says Ready again.
-        const recovery = await fault.recovered(
-          async () => (await restarts()) > fault.restartCount && (await whole()),
-          RECOVERY,
+  };
+}
+
+/** A probe's container killed; whole once the kubelet has restarted it and the status says Ready again. */
+function containerKill({ plane, k, pick, whole }) {
+  return {
+    name: "container-kill",
+    async run(i) {
+      const pod = await pick(i);
+      const fault = await killContainer(plane, { namespace: "chaos", pod: pod.name });
+      const restarts = async () =>
+        Number(
+          await k([
+            "-n",
+            "chaos",
+            "get",
+            "pod",
+            pod.name,
+            "-o",
+            "jsonpath={.status.containerStatuses[0].restartCount}",
+          ]),
         );
+      // Whole once the kubelet has restarted the container and the status says Ready again.
+      const recovery = await fault.recovered(
+        async () => (await restarts()) > fault.restartCount && (await whole()),
+        RECOVERY,
+      );
+      return {
+        recoveryMs: recovery.ms,
+        what: `${pod.name}, restarts ${fault.restartCount} → ${await restarts()}`,
+      };
+    },
+  };
+}
+
+/** A probe's network cut for CUT_MS, then restored; whole once the status is Ready again. */
+function networkCut({ plane, pick, whole }) {
+  return {
+    name: "network-cut",
+    async run(i) {
+      const pod = await pick(i);
+      const fault = await cutNetwork(plane, { namespace: "chaos", pod: pod.name });
+      let sawNotReady = false;
+      const cutUntil = Date.now() + CUT_MS;
+      while (Date.now() < cutUntil) {
+        if (!(await whole())) sawNotReady = true;
+        await sleep(500);
+      }
+      await fault.restore();
+      const recovery = await fault.recovered(() => whole(), RECOVERY);
+      return {
+        recoveryMs: recovery.ms,
+        sinceRestoreMs: recovery.sinceRestoreMs,
+        what: `${pod.name} cut ${CUT_MS / 1000} s, status left Ready: ${sawNotReady}, whole ${recovery.sinceRestoreMs} ms after restore`,
+      };
+    },
+  };
+}
+
+/** The leading replica killed; whole once a live replica reports leading. */
+function leaderKill({ replicas }) {
+  return {
+    name: "leader-kill",
+    async run() {
+      const leader = (
+        await Promise.all(replicas.map(async (r) => ((await r.sample())?.leader ? r : undefined)))
+      ).find(Boolean);
+      if (!leader) throw new Error("no replica reports leading");
+      const killedAt = Date.now();
+      leader.kill();
+      // Whole again when a live replica (either) reports leading.
+      await waitFor(
+        async () =>
+          (await Promise.all(replicas.map((r) => r.sample()))).some(
+            (s) => s?.leader && s.pid !== leader.killedPid,
+          ),
+        120_000,
+        "a new leader",
+      );
+      return { recoveryMs: Date.now() - killedAt, what: `${leader.name} (pid ${leader.killedPid}) killed` };
+    },
+  };
+}
+
+/** A node's kubelet stopped, its pods force-deleted once it is NotReady; whole once they are replaced. */
+function nodeStop({ plane, k, whole }) {
+  return {
+    name: "node-stop",
+    async run(i) {
+      const node = plane.nodeNames[i % 2 === 0 ? 1 : 0];
+      const stopped = await stopNode(plane, node);
+      try {
+        await waitFor(async () => !(await nodeReady(k, node)), 90_000, `${node} NotReady`);
+        const lost = (await podsOn(k)).filter((p) => p.node === node).map((p) => p.name);
+        const deletedAt = Date.now();
+        if (lost.length)
+          await k(["-n", "chaos", "delete", "pod", "--force", "--grace-period=0", "--wait=false", ...lost]);
+        const recovery = await stopped.recovered(() => whole(new Set(lost)), RECOVERY);
         return {
-          recoveryMs: recovery.ms,
-          what: `${pod.name}, restarts ${fault.restartCount} → ${await restarts()}`,
+          recoveryMs: recovery.recoveredAt - deletedAt,
+          notReadyMs: deletedAt - stopped.injectedAt,
+          what: `${node}; NotReady after ${deletedAt - stopped.injectedAt} ms, ${lost.length} pods force-deleted, recovery from then`,
         };
-      },
+      } finally {
+        await stopped.restore();
+        await waitFor(() => nodeReady(k, node), 90_000, `${node} Ready`);
+      }
     },
-    {
-      name: "network-cut",
-      async run(i) {
-        const pod = await pick(i);
-        const fault = await cutNetwork(plane, { namespace: "chaos", pod: pod.name });
-        let sawNotReady = false;
-        const cutUntil = Date.now() + CUT_MS;
-        while (Date.now() < cutUntil) {
-          if (!(await whole())) sawNotReady = true;
-          await sleep(500);
-        }
-        await fault.restore();
-        const recovery = await fault.recovered(() => whole(), RECOVERY);
-        return {
-          recoveryMs: recovery.ms,
-          sinceRestoreMs: recovery.sinceRestoreMs,
-          what: `${pod.name} cut ${CUT_MS / 1000} s, status left Ready: ${sawNotReady}, whole ${recovery.sinceRestoreMs} ms after restore`,
-        };
-      },
-    },
-    {
-      name: "leader-kill",
-      async run() {
-        const leader = (
-          await Promise.all(replicas.map(async (r) => ((await r.sample())?.leader ? r : undefined)))
-        ).find(Boolean);
-        if (!leader) throw new Error("no replica reports leading");
-        const killedAt = Date.now();
-        leader.kill();
-        // Whole again when a live replica (either) reports leading.
-        await waitFor(
-          async () =>
-            (await Promise.all(replicas.map((r) => r.sample()))).some(
-              (s) => s?.leader && s.pid !== leader.killedPid,
-            ),
-          120_000,
-          "a new leader",
-        );
-        return { recoveryMs: Date.now() - killedAt, what: `${leader.name} (pid ${leader.killedPid}) killed` };
-      },
-    },
-    {
-      name: "node-stop",
-      async run(i) {
-        const node = plane.nodeNames[i % 2 === 0 ? 1 : 0];
-        const stopped = await stopNode(plane, node);
-        try {
-          await waitFor(async () => !(await nodeReady(k, node)), 90_000, `${node} NotReady`);
-          const lost = (await podsOn(k)).filter((p) => p.node === node).map((p) => p.name);
-          const deletedAt = Date.now();
-          if (lost.length)
-            await k(["-n", "chaos", "delete", "pod", "--force", "--grace-period=0", "--wait=false", ...lost]);
-          const recovery = await stopped.recovered(() => whole(new Set(lost)), RECOVERY);
-          return {
-            recoveryMs: recovery.recoveredAt - deletedAt,
-            notReadyMs: deletedAt - stopped.injectedAt,
-            what: `${node}; NotReady after ${deletedAt - stopped.injectedAt} ms, ${lost.length} pods force-deleted, recovery from then`,
-          };
-        } finally {
-          await stopped.restore();
-          await waitFor(() => nodeReady(k, node), 90_000, `${node} Ready`);
-        }
-      },
-    },
-  ];
+  };
 }
 
 /**

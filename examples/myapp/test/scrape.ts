@@ -48,6 +48,20 @@ async function monitorTls(
   return { ca: Buffer.from(ca, "base64").toString(), serverName: tls.serverName };
 }
 
+/** A token of a `prometheus` service account bound to the operator's metrics-reader ClusterRole. */
+async function prometheusToken(cluster: ReturnType<typeof kubectlOn>): Promise<string> {
+  await cluster.k(["create", "namespace", "monitoring"]);
+  await cluster.k(["-n", "monitoring", "create", "serviceaccount", "prometheus"]);
+  await cluster.k([
+    "create",
+    "clusterrolebinding",
+    "prometheus-myapp-metrics",
+    `--clusterrole=${DEPLOYMENT}-metrics-reader`,
+    "--serviceaccount=monitoring:prometheus",
+  ]);
+  return (await cluster.k(["-n", "monitoring", "create", "token", "prometheus", "--duration=1h"])).trim();
+}
+
 /**
  * Scrapes the operator with a real Prometheus and the generated alert rules: every pod up over
  * verified HTTPS, no alert while it is healthy; then `breakIt` makes reconciles fail and the
@@ -58,18 +72,7 @@ export async function scrapeOperator(
   breakIt: () => Promise<void>,
 ): Promise<number> {
   const { ca: caPem, serverName } = await monitorTls(cluster);
-  await cluster.k(["create", "namespace", "monitoring"]);
-  await cluster.k(["-n", "monitoring", "create", "serviceaccount", "prometheus"]);
-  await cluster.k([
-    "create",
-    "clusterrolebinding",
-    "prometheus-myapp-metrics",
-    `--clusterrole=${DEPLOYMENT}-metrics-reader`,
-    "--serviceaccount=monitoring:prometheus",
-  ]);
-  const token = (
-    await cluster.k(["-n", "monitoring", "create", "token", "prometheus", "--duration=1h"])
-  ).trim();
+  const token = await prometheusToken(cluster);
   // What the ServiceMonitor selects: the metrics Service's `https` port on each ready pod. Debian's
   // Prometheus is built without Kubernetes discovery, so the test reads the EndpointSlice itself.
   const addresses = await cluster.get(

@@ -86,10 +86,49 @@ export class AutopilotPipeline {
       timeout: 240_000,
     });
     expect(deployed.status, deployed.stdout + deployed.stderr).toBe(0);
+    const adapterConfig = this.adapterConfig();
+    await this.tuneForTest();
+    this.prometheus = await this.startPrometheus();
+    const [rolled] = await Promise.all([
+      c.k(["-n", NS, "rollout", "status", "deployment/nginx-operator", "--timeout=180s"]),
+      installPrometheusAdapter(this.plane, {
+        prometheusUrl: this.prometheus.url,
+        rules: adapterConfig.rules,
+      }),
+    ]);
+    expect(rolled.code, rolled.stderr).toBe(0);
+    await c
+      .wait(
+        async () => (await this.prometheus.targets()).some((t) => t.health === "up"),
+        60_000,
+        "Prometheus to scrape an operator pod",
+      )
+      .catch(async (error: Error) => {
+        throw new Error(`${error.message}: ${JSON.stringify(await this.prometheus.targets())}`);
+      });
+    await c.wait(
+      async () =>
+        (await c.jsonpath(
+          ["-n", NS, "get", "hpa", "nginx-operator"],
+          "{.status.currentMetrics[0].pods.current.averageValue}",
+        )) !== "",
+      180_000,
+      "the HPA to read its metric through the custom-metrics API",
+    );
+    this.client = await Client.connect({ kubeconfig: this.plane.kubeconfigPath });
+  }
+
+  /** The generated prometheus-adapter rules, with the test's rate window when it sets one. */
+  private adapterConfig(): { rules: object[] } {
     let rulesText = readFileSync(join(this.project, "config/prometheus/adapter-rules.yaml"), "utf8");
-    if (options.rateWindow) rulesText = rulesText.replace(/\[(1m|2m)\]/g, `[${options.rateWindow}]`);
+    if (this.options.rateWindow)
+      rulesText = rulesText.replace(/\[(1m|2m)\]/g, `[${this.options.rateWindow}]`);
     const rules = parse(rulesText.replace(/^#.*\n/, ""));
-    const adapterConfig = parse(rules.data["config.yaml"]) as { rules: object[] };
+    return parse(rules.data["config.yaml"]) as { rules: object[] };
+  }
+
+  private async tuneForTest(): Promise<void> {
+    const { c, options } = this;
     // For the test: traces to the journal, pods named in them; probes that allow 5 s (the
     // default 1 s fails on this shared machine under a load average of 30, and the kubelet then
     // restarts a busy replica); and the HPA's scale-down window at 0 so the run fits in minutes.
@@ -132,7 +171,11 @@ export class AutopilotPipeline {
       policies: [{ type: "Pods", value: 1, periodSeconds: options.downPeriodSeconds }],
     };
     await patch("hpa", { spec: { behavior: { scaleDown } } }, "merge");
+  }
 
+  /** Prometheus, scraping the operator's pods (found by the test: see discoverOperatorPods). */
+  private async startPrometheus(): Promise<PrometheusServer> {
+    const { c } = this;
     // Prometheus scrapes the operator's pods over HTTPS with a token bound to the metrics reader
     // role; it and the adapter start while the operator rolls out.
     const reader = `apiVersion: v1
@@ -159,7 +202,7 @@ subjects: [{ kind: ServiceAccount, name: prometheus, namespace: ${NS} }]
         await sleep(2000);
       }
     })();
-    this.prometheus = await new PrometheusServer({
+    return new PrometheusServer({
       host: this.hostAddress,
       scrapeInterval: "2s",
       scrapeConfigs: [
@@ -174,33 +217,6 @@ subjects: [{ kind: ServiceAccount, name: prometheus, namespace: ${NS} }]
         },
       ],
     }).start();
-    const [rolled] = await Promise.all([
-      c.k(["-n", NS, "rollout", "status", "deployment/nginx-operator", "--timeout=180s"]),
-      installPrometheusAdapter(this.plane, {
-        prometheusUrl: this.prometheus.url,
-        rules: adapterConfig.rules,
-      }),
-    ]);
-    expect(rolled.code, rolled.stderr).toBe(0);
-    await c
-      .wait(
-        async () => (await this.prometheus.targets()).some((t) => t.health === "up"),
-        60_000,
-        "Prometheus to scrape an operator pod",
-      )
-      .catch(async (error: Error) => {
-        throw new Error(`${error.message}: ${JSON.stringify(await this.prometheus.targets())}`);
-      });
-    await c.wait(
-      async () =>
-        (await c.jsonpath(
-          ["-n", NS, "get", "hpa", "nginx-operator"],
-          "{.status.currentMetrics[0].pods.current.averageValue}",
-        )) !== "",
-      180_000,
-      "the HPA to read its metric through the custom-metrics API",
-    );
-    this.client = await Client.connect({ kubeconfig: this.plane.kubeconfigPath });
   }
 
   /** The HPA's decision (the Deployment's replicas). */

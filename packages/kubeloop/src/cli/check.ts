@@ -237,22 +237,7 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
     const managed = await managedTypes(client, project.config);
     const before = await inventory(client, managed);
     progress(`Starting the manager: node ${relative(project.root, main)}`);
-    manager = spawn(process.execPath, [main], {
-      cwd: project.root,
-      stdio: ["ignore", "ignore", "inherit"],
-      env: {
-        ...process.env,
-        KUBECONFIG: plane.kubeconfigPath,
-        METRICS_PORT: "0",
-        PROBE_PORT: "0",
-        LEADER_ELECT: "false",
-        LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
-        ...(serving ? { WEBHOOK_PORT: String(serving.port), WEBHOOK_CERT_DIR: serving.certDir } : {}),
-        ...(project.namespaces?.length
-          ? { WATCH_NAMESPACE: [...project.namespaces, NAMESPACE].join(",") }
-          : {}),
-      },
-    });
+    manager = startManager(project, main, plane.kubeconfigPath, serving);
     const exited = new Promise<number | null>((resolve) => manager?.on("exit", (code) => resolve(code)));
     // The API server calls the webhooks on every create: a sample sent before the manager's
     // webhook server listens is refused (connection refused), which says nothing of the operator.
@@ -268,19 +253,9 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
       created.push(await client.create(object));
       progress(`  created the sample ${sample.kind} ${sample.metadata?.name}`);
     }
-    const sampleUids = new Set(created.map((o) => o.metadata?.uid ?? ""));
     const made = await settle(client, managed, before, created, timeoutMs, exited);
     progress(`  the operator made ${made.length} object${made.length === 1 ? "" : "s"}`);
-    const madeUids = new Set(made.map((o) => o.metadata?.uid ?? ""));
-    for (const object of made) {
-      const owners = object.metadata?.ownerReferences ?? [];
-      if (!owners.some((owner) => sampleUids.has(owner.uid) || madeUids.has(owner.uid))) {
-        findings.push({
-          check: "owner-references",
-          message: `${describe(object)} was created without an owner reference to the ${samples.map((s) => s.kind).join(" or ")} it was made for: set one (ctx.apply and ctx.create set it for the primary; or setOwner) so it is listed with it and deleted with it.`,
-        });
-      }
-    }
+    findings.push(...unowned(made, created, samples));
     for (const sample of created) {
       await client.delete(typeOf(sample), sample.metadata?.name ?? "", namespaceOf(sample));
     }
@@ -299,6 +274,48 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
     await client.close();
     serving?.dispose();
     await plane.stop();
+  }
+  return findings;
+}
+
+/** The project's manager, on the local cluster: no leader election, ports the system picks. */
+function startManager(
+  project: Project,
+  main: string,
+  kubeconfig: string,
+  serving: Awaited<ReturnType<typeof localWebhookServing>> | undefined,
+): ChildProcess {
+  return spawn(process.execPath, [main], {
+    cwd: project.root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      METRICS_PORT: "0",
+      PROBE_PORT: "0",
+      LEADER_ELECT: "false",
+      LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+      ...(serving ? { WEBHOOK_PORT: String(serving.port), WEBHOOK_CERT_DIR: serving.certDir } : {}),
+      ...(project.namespaces?.length
+        ? { WATCH_NAMESPACE: [...project.namespaces, NAMESPACE].join(",") }
+        : {}),
+    },
+  });
+}
+
+/** The objects the operator made that name neither a sample nor another object it made as their owner. */
+function unowned(made: KubeObject[], created: KubeObject[], samples: KubeObject[]): Finding[] {
+  const findings: Finding[] = [];
+  const sampleUids = new Set(created.map((o) => o.metadata?.uid ?? ""));
+  const madeUids = new Set(made.map((o) => o.metadata?.uid ?? ""));
+  for (const object of made) {
+    const owners = object.metadata?.ownerReferences ?? [];
+    if (!owners.some((owner) => sampleUids.has(owner.uid) || madeUids.has(owner.uid))) {
+      findings.push({
+        check: "owner-references",
+        message: `${describe(object)} was created without an owner reference to the ${samples.map((s) => s.kind).join(" or ")} it was made for: set one (ctx.apply and ctx.create set it for the primary; or setOwner) so it is listed with it and deleted with it.`,
+      });
+    }
   }
   return findings;
 }

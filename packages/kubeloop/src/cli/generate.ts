@@ -108,6 +108,47 @@ function checkValidationRules(crd: CustomResourceDefinition): void {
 }
 
 export async function generateCommand(argv: string[]): Promise<number> {
+  const settings = generateSettings(argv);
+  if (!settings) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { definitions, webhooks } = await loadDefinitions(settings);
+  const config = await configFiles(settings, definitions, webhooks);
+  const { stale, leftOver, shipping } = compareWithDisk(settings, config, webhooks.length > 0);
+  const show = (file: string) => relative(process.cwd(), join(settings.out, file));
+  if (settings.values.check) {
+    if (stale.length === 0 && leftOver.length === 0) {
+      const parts = [
+        `${definitions.length} CRD${definitions.length === 1 ? "" : "s"}`,
+        ...(settings.controllersPath ? ["RBAC"] : []),
+        ...(webhooks.length ? ["webhooks"] : []),
+        ...(settings.image ? ["manifests"] : []),
+        ...(shipping?.parts ?? []),
+      ];
+      console.log(`config is up to date (${parts.join(", ")})`);
+      return 0;
+    }
+    for (const [file] of stale) console.error(`out of date: ${show(file)}`);
+    for (const file of leftOver) console.error(`no longer generated: ${show(file)}`);
+    console.error("Run `kubeloop generate` and commit the result.");
+    return 1;
+  }
+  for (const [file, text] of stale) {
+    mkdirSync(dirname(join(settings.out, file)), { recursive: true });
+    writeFileSync(join(settings.out, file), text);
+    console.log(`wrote ${show(file)}`);
+  }
+  for (const file of leftOver) {
+    rmSync(join(settings.out, file));
+    console.log(`removed ${show(file)}`);
+  }
+  if (stale.length === 0 && leftOver.length === 0) console.log("config is up to date");
+  return 0;
+}
+
+/** The flags, with the project's package.json giving what they leave out; undefined for --help. */
+function generateSettings(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -126,29 +167,36 @@ export async function generateCommand(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  if (values.help) return undefined;
   const project = projectIfAny();
-  const resourcesPath = values.resources
-    ? resolve(values.resources)
-    : (project?.resources ?? resolve("src/resources.ts"));
-  const controllersPath = values.controllers ? resolve(values.controllers) : project?.controllers;
-  const webhooksPath = values.webhooks ? resolve(values.webhooks) : project?.webhooks;
   const name = values.name ?? project?.name ?? basename(process.cwd());
-  const image = values.image ?? project?.image;
-  const namespace = values.namespace ?? project?.namespace ?? `${name}-system`;
-  const shardingValue = values.sharding ?? project?.sharding;
-  const out = values.out ? resolve(values.out) : (project?.config ?? resolve("config"));
-  const watched = watchedNamespaces(
-    values.namespaces !== undefined ? values.namespaces.split(",") : project?.namespaces,
-    values.namespaces !== undefined ? "--namespaces" : '"kubeloop.namespaces" in package.json',
-  );
+  return {
+    values,
+    project,
+    name,
+    resourcesPath: values.resources
+      ? resolve(values.resources)
+      : (project?.resources ?? resolve("src/resources.ts")),
+    controllersPath: values.controllers ? resolve(values.controllers) : project?.controllers,
+    webhooksPath: values.webhooks ? resolve(values.webhooks) : project?.webhooks,
+    image: values.image ?? project?.image,
+    namespace: values.namespace ?? project?.namespace ?? `${name}-system`,
+    shardingValue: values.sharding ?? project?.sharding,
+    out: values.out ? resolve(values.out) : (project?.config ?? resolve("config")),
+    watched: watchedNamespaces(
+      values.namespaces !== undefined ? values.namespaces.split(",") : project?.namespaces,
+      values.namespaces !== undefined ? "--namespaces" : '"kubeloop.namespaces" in package.json',
+    ),
+    // A project's own modules may be empty (a new project, before `kubeloop create api`): its config
+    // is then only what does not depend on kinds. A module named by flag must define something.
+    fromProject: (flag: string | undefined) => project !== undefined && flag === undefined,
+  };
+}
 
-  // A project's own modules may be empty (a new project, before `kubeloop create api`): its config
-  // is then only what does not depend on kinds. A module named by flag must define something.
-  const fromProject = (flag: string | undefined) => project !== undefined && flag === undefined;
+type Settings = NonNullable<ReturnType<typeof generateSettings>>;
+type Webhooks = Awaited<ReturnType<typeof loadDefinitions>>["webhooks"];
+
+async function loadDefinitions({ values, resourcesPath, webhooksPath, fromProject }: Settings) {
   const definitions = (await exportsOf(resourcesPath, "--resources")).filter(isDefinition);
   if (definitions.length === 0 && !fromProject(values.resources)) {
     throw new CliError(`${shown(resourcesPath)} exports no defineResource(…) definitions`);
@@ -158,14 +206,89 @@ export async function generateCommand(argv: string[]): Promise<number> {
     : [];
   if (webhooksPath && webhooks.length === 0 && !fromProject(values.webhooks))
     throw new CliError(`${shown(webhooksPath)} exports no defineWebhooks(…) definitions`);
-  const target: WebhookTarget = { service: { name: webhookServiceName(name), namespace } };
+  return { definitions, webhooks };
+}
 
-  const wanted = new Map<string, string>(); // path relative to `out` → content
-  const objects = new Map<string, object[]>(); // the same paths → their objects, for the chart and bundle
-  const put = (file: string, written: object[]) => {
-    objects.set(file, written);
-    wanted.set(file, renderAll(written));
+/** What generate writes (path relative to config/ → content), and the objects the chart and bundle are made from. */
+interface Config {
+  /** Path relative to `out` → content. */
+  wanted: Map<string, string>;
+  /** The same paths → their objects, for the chart and bundle. */
+  objects: Map<string, object[]>;
+  put(file: string, written: object[]): void;
+}
+
+async function configFiles(
+  settings: Settings,
+  definitions: Definition[],
+  webhooks: Webhooks,
+): Promise<Config> {
+  const { values, project, name, namespace, image, shardingValue } = settings;
+  const wanted = new Map<string, string>();
+  const objects = new Map<string, object[]>();
+  const config: Config = {
+    wanted,
+    objects,
+    put: (file, written) => {
+      objects.set(file, written);
+      wanted.set(file, renderAll(written));
+    },
   };
+  const target: WebhookTarget = { service: { name: webhookServiceName(name), namespace } };
+  const caBundles = crdFiles(config, definitions, webhooks, target);
+  let roles: RoleScopes | undefined;
+  if (settings.controllersPath) {
+    const rbac = await rbacFiles(
+      settings.controllersPath,
+      name,
+      namespace,
+      settings.fromProject(values.controllers),
+      settings.watched,
+      shardingValue !== undefined,
+    );
+    for (const [file, written] of rbac.files) config.put(join("rbac", file), written);
+    roles = rbac.roles;
+  }
+  if (webhooks.length) {
+    const { mutating, validating } = webhookConfigurations(name, webhooks, target);
+    const configurations = [mutating, validating].filter((c) => c !== undefined);
+    if (configurations.length) config.put(join("webhook", "manifests.yaml"), configurations);
+    caBundles.unshift(...configurations.map((c) => `${c.kind}/${(c.metadata as { name: string }).name}`));
+  }
+  const autoscaleValue = values.autoscale ?? project?.autoscale;
+  if (autoscaleValue !== undefined && shardingValue === undefined)
+    throw new CliError(
+      "--autoscale sets what a sharded operator's autoscaler scales on: give --sharding MIN-MAX too",
+    );
+  const sharding = shardingValue ? shardingReplicas(shardingValue, autoscaleValue) : undefined;
+  if (image)
+    managerFiles(config, settings, image, { webhooks: webhooks.length > 0, caBundles, roles, sharding });
+  // Karmada's policies: beside config/, never in the chart or bundle (they go to Karmada, not a cluster).
+  const karmada = values.karmada ?? project?.karmada;
+  if (karmada !== undefined)
+    for (const [file, written] of karmadaFiles(
+      karmada,
+      values.karmada !== undefined,
+      name,
+      namespace,
+      objects,
+    ))
+      wanted.set(join("karmada", file), renderAll(written));
+  // config/ as a kustomize tree too (kubectl apply -k config/default): files apart from `objects`,
+  // so neither the chart nor the bundle sees them.
+  if (image)
+    for (const [file, text] of kustomizationFiles([...wanted.keys()], namespace, image))
+      wanted.set(file, text);
+  return config;
+}
+
+/** The CRDs, checked, with their conversion webhooks; returns where the manager puts its CA for them. */
+function crdFiles(
+  config: Config,
+  definitions: Definition[],
+  webhooks: Webhooks,
+  target: WebhookTarget,
+): string[] {
   const caBundles: string[] = []; // where the manager puts the CA of a certificate it issues itself
   for (const definition of definitions) {
     let crd = definition.crd();
@@ -183,72 +306,45 @@ export async function generateCommand(argv: string[]): Promise<number> {
         `${crd.spec.names.kind} has ${crd.spec.versions.length} versions but no conversion: export defineWebhooks(${crd.spec.names.kind}, { convert: … }) from the webhooks module`,
       );
     }
-    put(join("crd", `${crd.metadata.name}.yaml`), [crd]);
+    config.put(join("crd", `${crd.metadata.name}.yaml`), [crd]);
   }
-  let roles: RoleScopes | undefined;
-  if (controllersPath) {
-    const rbac = await rbacFiles(
-      controllersPath,
-      name,
-      namespace,
-      fromProject(values.controllers),
-      watched,
-      shardingValue !== undefined,
-    );
-    for (const [file, written] of rbac.files) put(join("rbac", file), written);
-    roles = rbac.roles;
-  }
-  if (webhooks.length) {
-    const { mutating, validating } = webhookConfigurations(name, webhooks, target);
-    const configurations = [mutating, validating].filter((c) => c !== undefined);
-    if (configurations.length) put(join("webhook", "manifests.yaml"), configurations);
-    caBundles.unshift(...configurations.map((c) => `${c.kind}/${(c.metadata as { name: string }).name}`));
-  }
-  const autoscaleValue = values.autoscale ?? project?.autoscale;
-  if (autoscaleValue !== undefined && shardingValue === undefined)
-    throw new CliError(
-      "--autoscale sets what a sharded operator's autoscaler scales on: give --sharding MIN-MAX too",
-    );
-  const sharding = shardingValue ? shardingReplicas(shardingValue, autoscaleValue) : undefined;
-  if (image) {
-    const manifests = deployManifests({
-      name,
-      namespace,
-      image,
-      webhooks: webhooks.length > 0,
-      caBundles,
-      ...(roles ? { roles } : {}),
-      ...(watched ? { watchNamespaces: watched } : {}),
-      ...(sharding ? { sharding } : {}),
-    });
-    for (const [file, written] of manifests) put(join("manager", file), written);
-    const rules = sharding?.autoscale && adapterRules(name, namespace, sharding.autoscale);
-    if (rules) put(join("prometheus", "adapter-rules.yaml"), [rules]);
-    // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
-    put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
-    put(
-      join("rbac", "serving-certs-roles.yaml"),
-      servingCertRoles(name, namespace, webhooks.length > 0, caBundles),
-    );
-    for (const [file, written] of optInManifests(name, namespace, webhooks.length > 0, project?.runbooks))
-      put(file, written);
-  }
-  // Karmada's policies: beside config/, never in the chart or bundle (they go to Karmada, not a cluster).
-  const karmada = values.karmada ?? project?.karmada;
-  if (karmada !== undefined)
-    for (const [file, written] of karmadaFiles(
-      karmada,
-      values.karmada !== undefined,
-      name,
-      namespace,
-      objects,
-    ))
-      wanted.set(join("karmada", file), renderAll(written));
-  // config/ as a kustomize tree too (kubectl apply -k config/default): files apart from `objects`,
-  // so neither the chart nor the bundle sees them.
-  if (image)
-    for (const [file, text] of kustomizationFiles([...wanted.keys()], namespace, image))
-      wanted.set(file, text);
+  return caBundles;
+}
+
+/** With an image: the deploy manifests, the manager's own roles and the opt-in monitoring. */
+function managerFiles(
+  config: Config,
+  { name, namespace, watched, project }: Settings,
+  image: string,
+  manager: { webhooks: boolean; caBundles: string[]; roles?: RoleScopes; sharding?: ShardingReplicas },
+): void {
+  const { webhooks, caBundles, roles, sharding } = manager;
+  const manifests = deployManifests({
+    name,
+    namespace,
+    image,
+    webhooks,
+    caBundles,
+    ...(roles ? { roles } : {}),
+    ...(watched ? { watchNamespaces: watched } : {}),
+    ...(sharding ? { sharding } : {}),
+  });
+  for (const [file, written] of manifests) config.put(join("manager", file), written);
+  const rules = sharding?.autoscale && adapterRules(name, namespace, sharding.autoscale);
+  if (rules) config.put(join("prometheus", "adapter-rules.yaml"), [rules]);
+  // The manager's secure metrics: the roles it is bound to, and the one for scrapers to be bound to.
+  config.put(join("rbac", "metrics-roles.yaml"), metricsRoles(name));
+  config.put(
+    join("rbac", "serving-certs-roles.yaml"),
+    servingCertRoles(name, namespace, webhooks, caBundles),
+  );
+  for (const [file, written] of optInManifests(name, namespace, webhooks, project?.runbooks))
+    config.put(file, written);
+}
+
+/** The files whose content on disk differs from what is wanted, and the generated ones no longer wanted. */
+function compareWithDisk(settings: Settings, { wanted, objects }: Config, webhooks: boolean) {
+  const { out, project, name, namespace, image, values } = settings;
   // Every file written goes to one of FOLDERS as .yaml: one read of those says what is stale and left over.
   const onDisk = new Map(
     FOLDERS.flatMap((sub) => {
@@ -263,7 +359,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   // writing its own config (a config written elsewhere with --out is a variant, not what ships).
   const shipping =
     image && project && values.out === undefined
-      ? shippingFiles({ project, name, namespace, image, config: objects, webhooks: webhooks.length > 0 })
+      ? shippingFiles({ project, name, namespace, image, config: objects, webhooks })
       : undefined;
   if (shipping) {
     for (const [file, text] of shipping.files) wanted.set(relative(out, file), text);
@@ -274,36 +370,7 @@ export async function generateCommand(argv: string[]): Promise<number> {
   const leftOver = [...onDisk]
     .filter(([file, text]) => isGenerated(text) && !wanted.has(file))
     .map(([file]) => file);
-  const show = (file: string) => relative(process.cwd(), join(out, file));
-  const crds = definitions.length;
-  if (values.check) {
-    if (stale.length === 0 && leftOver.length === 0) {
-      const parts = [
-        `${crds} CRD${crds === 1 ? "" : "s"}`,
-        ...(controllersPath ? ["RBAC"] : []),
-        ...(webhooks.length ? ["webhooks"] : []),
-        ...(image ? ["manifests"] : []),
-        ...(shipping?.parts ?? []),
-      ];
-      console.log(`config is up to date (${parts.join(", ")})`);
-      return 0;
-    }
-    for (const [file] of stale) console.error(`out of date: ${show(file)}`);
-    for (const file of leftOver) console.error(`no longer generated: ${show(file)}`);
-    console.error("Run `kubeloop generate` and commit the result.");
-    return 1;
-  }
-  for (const [file, text] of stale) {
-    mkdirSync(dirname(join(out, file)), { recursive: true });
-    writeFileSync(join(out, file), text);
-    console.log(`wrote ${show(file)}`);
-  }
-  for (const file of leftOver) {
-    rmSync(join(out, file));
-    console.log(`removed ${show(file)}`);
-  }
-  if (stale.length === 0 && leftOver.length === 0) console.log("config is up to date");
-  return 0;
+  return { stale, leftOver, shipping };
 }
 
 /** `--sharding 2-6 [--autoscale reconcile-errors]`: a sharded Deployment and its autoscaler. */

@@ -1,5 +1,6 @@
 import { type Autoscale, hpaMetric, scaleUpBehavior } from "./autoscaling.js";
-import { metricsCertSecret, metricsServiceName, monitoringManifests } from "./monitoring.js";
+import { metricsCertSecret, metricsServiceName } from "./metrics-names.js";
+import { monitoringManifests } from "./monitoring.js";
 
 /**
  * The manifests that deploy an operator, as `kubeloop generate --image` writes them to
@@ -51,6 +52,10 @@ const METRICS_PORT = 8443;
 const PROBES_PORT = 8081;
 const WEBHOOK_PORT = 9443;
 const CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
+
+/** The ports of the Services in front of the manager. */
+const metricsPort = { name: "https", port: METRICS_PORT, targetPort: "metrics", protocol: "TCP" };
+const webhookPort = { name: "webhooks", port: 443, targetPort: "webhooks" };
 
 /** The ClusterRole letting the manager create TokenReviews and SubjectAccessReviews (kubebuilder's metrics_auth_role). */
 export function metricsAuthRole(name: string): string {
@@ -195,7 +200,6 @@ export function deployManifests({
   watchNamespaces,
   sharding,
 }: ManifestOptions): [string, object[]][] {
-  const subjects = [{ kind: "ServiceAccount", name, namespace }];
   const labels = managerLabels(name);
   const files: [string, object[]][] = [
     [
@@ -220,37 +224,7 @@ export function deployManifests({
         },
       ],
     ],
-    [
-      "role-bindings.yaml",
-      [
-        ...(roles.cluster
-          ? [
-              {
-                apiVersion: "rbac.authorization.k8s.io/v1",
-                kind: "ClusterRoleBinding",
-                metadata: { name },
-                roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-                subjects,
-              },
-            ]
-          : []),
-        ...roles.namespaces.map((ns) => ({
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name, namespace: ns },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-          subjects,
-        })),
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name: `${name}-leader-election`, namespace },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-leader-election` },
-          subjects,
-        },
-        ...servingCertBindings(name, namespace, caBundles.length > 0),
-      ],
-    ],
+    ["role-bindings.yaml", roleBindings(name, namespace, roles, caBundles.length > 0)],
     [
       // Secure metrics: the manager asks the API who a scraper is and whether it may read. A
       // ClusterRoleBinding even for an operator confined to namespaces: reviews are cluster-scoped.
@@ -265,156 +239,19 @@ export function deployManifests({
             kind: "ClusterRole",
             name: metricsAuthRole(name),
           },
-          subjects,
+          subjects: [{ kind: "ServiceAccount", name, namespace }],
         },
       ],
     ],
     [
       "deployment.yaml",
-      [
-        {
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name, namespace, labels },
-          spec: {
-            // Two replicas: one leads, the other keeps warm caches and takes over within the lease.
-            // Sharded: all reconcile, and the autoscaler sets the count.
-            replicas: sharding ? sharding.minReplicas : 2,
-            selector: { matchLabels: labels },
-            template: {
-              metadata: { labels },
-              spec: {
-                serviceAccountName: name,
-                automountServiceAccountToken: true, // the manager talks to the API
-                securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-                terminationGracePeriodSeconds: 40, // the manager's 30 s graceful shutdown, plus margin
-                containers: [
-                  {
-                    name: "manager",
-                    image,
-                    env: [
-                      ...(sharding
-                        ? [
-                            // The ring is the operator; each pod is a shard named after itself.
-                            { name: "SHARDING_RING", value: name },
-                            { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-                          ]
-                        : [{ name: "LEADER_ELECT", value: "true" }]),
-                      // The image's launcher sizes V8's heap from this limit (--max-old-space-size at
-                      // 75%, --max-semi-space-size=4; docs/performance.md). NODE_OPTIONS set here wins.
-                      {
-                        name: "KUBELOOP_MEMORY_LIMIT",
-                        valueFrom: {
-                          resourceFieldRef: { containerName: "manager", resource: "limits.memory" },
-                        },
-                      },
-                      { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
-                      // Only the namespaces its Roles cover (operator-sdk's variable; unset: all).
-                      ...(watchNamespaces?.length
-                        ? [{ name: "WATCH_NAMESPACE", value: watchNamespaces.join(",") }]
-                        : []),
-                      // HTTPS behind TokenReview + SubjectAccessReview, with a certificate issued
-                      // from the CA in METRICS_CERT_SECRET unless METRICS_CERT_DIR mounts one.
-                      { name: "METRICS_SECURE", value: "true" },
-                      { name: "METRICS_CERT_SECRET", value: metricsCertSecret(name) },
-                      { name: "METRICS_SERVICE", value: metricsServiceName(name) },
-                      { name: "METRICS_PORT", value: String(METRICS_PORT) },
-                      { name: "PROBE_PORT", value: String(PROBES_PORT) },
-                      ...(webhooks
-                        ? [
-                            { name: "WEBHOOK_PORT", value: String(WEBHOOK_PORT) },
-                            { name: "WEBHOOK_CERT_DIR", value: CERT_DIR },
-                            // Nothing mounted there (no cert-manager, Helm or deploy Secret): the
-                            // manager issues its own, shared through this Secret, and sets these caBundles.
-                            { name: "WEBHOOK_CERT_SECRET", value: selfIssuedCertSecret(name) },
-                            { name: "WEBHOOK_SERVICE", value: webhookServiceName(name) },
-                            ...(caBundles.length
-                              ? [{ name: "WEBHOOK_CA_BUNDLES", value: caBundles.join(",") }]
-                              : []),
-                          ]
-                        : []),
-                    ],
-                    ports: [
-                      { name: "metrics", containerPort: METRICS_PORT },
-                      { name: "probes", containerPort: PROBES_PORT },
-                      ...(webhooks ? [{ name: "webhooks", containerPort: WEBHOOK_PORT }] : []),
-                    ],
-                    ...(webhooks
-                      ? { volumeMounts: [{ name: "webhook-certs", mountPath: CERT_DIR, readOnly: true }] }
-                      : {}),
-                    livenessProbe: {
-                      httpGet: { path: "/healthz", port: "probes" },
-                      initialDelaySeconds: 15,
-                      periodSeconds: 20,
-                    },
-                    readinessProbe: {
-                      httpGet: { path: "/readyz", port: "probes" },
-                      initialDelaySeconds: 5,
-                      periodSeconds: 10,
-                    },
-                    // Measured (docs/observability.md): the nginx operator idles at 112 MiB RSS
-                    // and holds 158 MiB with 1,000 Nginx and their Deployments cached, using ~2 ms
-                    // of CPU a reconcile; 50,000 cached objects take ~364 MiB (bench/RESULTS.md).
-                    // Request what it idles at; limit what a large cache needs, with headroom.
-                    resources: {
-                      requests: { cpu: "50m", memory: "128Mi" },
-                      limits: { cpu: "1", memory: "512Mi" },
-                    },
-                    securityContext: {
-                      allowPrivilegeEscalation: false,
-                      readOnlyRootFilesystem: true,
-                      capabilities: { drop: ["ALL"] },
-                    },
-                  },
-                ],
-                ...(webhooks
-                  ? {
-                      volumes: [
-                        {
-                          name: "webhook-certs",
-                          // Readable by all (0444): the kubelet writes the files as root, the manager
-                          // runs as the image's non-root user, and an fsGroup to share them would be
-                          // refused by OpenShift's restricted SCC. Only the manager runs in the pod.
-                          // Optional: absent, the folder is empty and the manager issues its own.
-                          secret: { secretName: webhookCertSecret(name), defaultMode: 0o444, optional: true },
-                        },
-                      ],
-                    }
-                  : {}),
-              },
-            },
-          },
-        },
-      ],
+      [managerDeployment({ name, namespace, image, webhooks, caBundles, watchNamespaces, sharding })],
     ],
-    [
-      "metrics-service.yaml",
-      [
-        {
-          apiVersion: "v1",
-          kind: "Service",
-          metadata: { name: metricsServiceName(name), namespace, labels },
-          spec: {
-            selector: labels,
-            ports: [{ name: "https", port: METRICS_PORT, targetPort: "metrics", protocol: "TCP" }],
-          },
-        },
-      ],
-    ],
+    ["metrics-service.yaml", [service(metricsServiceName(name), namespace, labels, metricsPort)]],
   ];
   if (sharding) files.push(["hpa.yaml", [shardingAutoscaler(name, namespace, sharding)]]);
   if (webhooks) {
-    files.push([
-      "webhook-service.yaml",
-      [
-        {
-          apiVersion: "v1",
-          kind: "Service",
-          metadata: { name: webhookServiceName(name), namespace, labels },
-          spec: { selector: labels, ports: [{ name: "webhooks", port: 443, targetPort: "webhooks" }] },
-        },
-      ],
-    ]);
+    files.push(["webhook-service.yaml", [service(webhookServiceName(name), namespace, labels, webhookPort)]]);
   }
   return files;
 }
@@ -485,5 +322,172 @@ export function shardingAutoscaler(
         },
       },
     },
+  };
+}
+
+/** The manager's service account bound to the generated roles, the leader election Role and the serving certificates' roles. */
+function roleBindings(name: string, namespace: string, roles: RoleScopes, selfIssued: boolean): object[] {
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
+  return [
+    ...(roles.cluster
+      ? [
+          {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRoleBinding",
+            metadata: { name },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+            subjects,
+          },
+        ]
+      : []),
+    ...roles.namespaces.map((ns) => ({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects,
+    })),
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: `${name}-leader-election`, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-leader-election` },
+      subjects,
+    },
+    ...servingCertBindings(name, namespace, selfIssued),
+  ];
+}
+
+type ManagerOptions = Required<Pick<ManifestOptions, "name" | "namespace" | "image" | "caBundles">> &
+  Pick<ManifestOptions, "webhooks" | "watchNamespaces" | "sharding">;
+
+/** The manager Deployment (restricted Pod Security; see the module comment). */
+function managerDeployment(options: ManagerOptions): object {
+  const { name, namespace, webhooks, sharding } = options;
+  const labels = managerLabels(name);
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace, labels },
+    spec: {
+      // Two replicas: one leads, the other keeps warm caches and takes over within the lease.
+      // Sharded: all reconcile, and the autoscaler sets the count.
+      replicas: sharding ? sharding.minReplicas : 2,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName: name,
+          automountServiceAccountToken: true, // the manager talks to the API
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+          terminationGracePeriodSeconds: 40, // the manager's 30 s graceful shutdown, plus margin
+          containers: [managerContainer(options)],
+          ...(webhooks
+            ? {
+                volumes: [
+                  {
+                    name: "webhook-certs",
+                    // Readable by all (0444): the kubelet writes the files as root, the manager
+                    // runs as the image's non-root user, and an fsGroup to share them would be
+                    // refused by OpenShift's restricted SCC. Only the manager runs in the pod.
+                    // Optional: absent, the folder is empty and the manager issues its own.
+                    secret: { secretName: webhookCertSecret(name), defaultMode: 0o444, optional: true },
+                  },
+                ],
+              }
+            : {}),
+        },
+      },
+    },
+  };
+}
+
+function managerContainer(options: ManagerOptions): object {
+  const { image, webhooks } = options;
+  return {
+    name: "manager",
+    image,
+    env: managerEnv(options),
+    ports: [
+      { name: "metrics", containerPort: METRICS_PORT },
+      { name: "probes", containerPort: PROBES_PORT },
+      ...(webhooks ? [{ name: "webhooks", containerPort: WEBHOOK_PORT }] : []),
+    ],
+    ...(webhooks ? { volumeMounts: [{ name: "webhook-certs", mountPath: CERT_DIR, readOnly: true }] } : {}),
+    livenessProbe: {
+      httpGet: { path: "/healthz", port: "probes" },
+      initialDelaySeconds: 15,
+      periodSeconds: 20,
+    },
+    readinessProbe: {
+      httpGet: { path: "/readyz", port: "probes" },
+      initialDelaySeconds: 5,
+      periodSeconds: 10,
+    },
+    // Measured (docs/observability.md): the nginx operator idles at 112 MiB RSS
+    // and holds 158 MiB with 1,000 Nginx and their Deployments cached, using ~2 ms
+    // of CPU a reconcile; 50,000 cached objects take ~364 MiB (bench/RESULTS.md).
+    // Request what it idles at; limit what a large cache needs, with headroom.
+    resources: {
+      requests: { cpu: "50m", memory: "128Mi" },
+      limits: { cpu: "1", memory: "512Mi" },
+    },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    },
+  };
+}
+
+/** The manager's settings, as environment variables. */
+function managerEnv({ name, webhooks, caBundles, watchNamespaces, sharding }: ManagerOptions): object[] {
+  return [
+    ...(sharding
+      ? [
+          // The ring is the operator; each pod is a shard named after itself.
+          { name: "SHARDING_RING", value: name },
+          { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+        ]
+      : [{ name: "LEADER_ELECT", value: "true" }]),
+    // The image's launcher sizes V8's heap from this limit (--max-old-space-size at
+    // 75%, --max-semi-space-size=4; docs/performance.md). NODE_OPTIONS set here wins.
+    {
+      name: "KUBELOOP_MEMORY_LIMIT",
+      valueFrom: {
+        resourceFieldRef: { containerName: "manager", resource: "limits.memory" },
+      },
+    },
+    { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+    // Only the namespaces its Roles cover (operator-sdk's variable; unset: all).
+    ...(watchNamespaces?.length ? [{ name: "WATCH_NAMESPACE", value: watchNamespaces.join(",") }] : []),
+    // HTTPS behind TokenReview + SubjectAccessReview, with a certificate issued
+    // from the CA in METRICS_CERT_SECRET unless METRICS_CERT_DIR mounts one.
+    { name: "METRICS_SECURE", value: "true" },
+    { name: "METRICS_CERT_SECRET", value: metricsCertSecret(name) },
+    { name: "METRICS_SERVICE", value: metricsServiceName(name) },
+    { name: "METRICS_PORT", value: String(METRICS_PORT) },
+    { name: "PROBE_PORT", value: String(PROBES_PORT) },
+    ...(webhooks
+      ? [
+          { name: "WEBHOOK_PORT", value: String(WEBHOOK_PORT) },
+          { name: "WEBHOOK_CERT_DIR", value: CERT_DIR },
+          // Nothing mounted there (no cert-manager, Helm or deploy Secret): the
+          // manager issues its own, shared through this Secret, and sets these caBundles.
+          { name: "WEBHOOK_CERT_SECRET", value: selfIssuedCertSecret(name) },
+          { name: "WEBHOOK_SERVICE", value: webhookServiceName(name) },
+          ...(caBundles.length ? [{ name: "WEBHOOK_CA_BUNDLES", value: caBundles.join(",") }] : []),
+        ]
+      : []),
+  ];
+}
+
+/** A Service in front of the manager's pods, on one of its ports. */
+function service(name: string, namespace: string, labels: Record<string, string>, port: object): object {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace, labels },
+    spec: { selector: labels, ports: [port] },
   };
 }

@@ -12,8 +12,9 @@ import { ConfigMap } from "../k8s/index.js";
 import { Manager } from "../manager/manager.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { PrometheusServer, promtool } from "../testing/servers/prometheus.js";
+import { alertRules } from "./alerts.js";
+import { dashboard } from "./dashboard.js";
 import { metricsReaderRole, metricsRoles } from "./manifests.js";
-import { alertRules, dashboard } from "./monitoring.js";
 
 // The alerts `kubeloop generate` writes, checked by Prometheus itself: promtool's checks, unit tests
 // that make each alert fire and not fire, and a real Prometheus scraping a running manager.

@@ -100,17 +100,7 @@ async function loop(
   started: number,
 ): Promise<void> {
   const main = join(project.root, "src", "main.ts");
-  const hasWebhooks = existsSync(join(project.config, "webhook"));
-  const serving = hasWebhooks
-    ? await localWebhookServing(ports.webhooks ? { port: ports.webhooks } : {})
-    : undefined;
-  if (serving && !isLoopback(target.server)) {
-    console.warn(
-      `Warning: the webhooks are served on this machine (127.0.0.1:${serving.port}), which ${target.server} ` +
-        "cannot reach unless it runs here too: writes of kinds with webhooks will fail. Use a local cluster " +
-        "(unset KUBECONFIG), or deploy the operator (`kubeloop deploy`).",
-    );
-  }
+  const serving = await webhookServing(project, target, ports);
   const install = async () => {
     // CRDs first (config/crd is read first), awaited until served; then the webhook configurations.
     await applyAll(target.client, manifests(project, serving));
@@ -118,17 +108,7 @@ async function loop(
   console.log("Installing the CRDs …");
   await install();
 
-  const env = {
-    ...process.env,
-    ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}),
-    METRICS_PORT: String(ports.metrics),
-    PROBE_PORT: String(ports.probes),
-    ...(serving ? { WEBHOOK_PORT: String(serving.port), WEBHOOK_CERT_DIR: serving.certDir } : {}),
-    // The namespaces the project watches, as its Deployment gets them (unless set here already).
-    ...(project.namespaces?.length && process.env.WATCH_NAMESPACE === undefined
-      ? { WATCH_NAMESPACE: project.namespaces.join(",") }
-      : {}),
-  };
+  const env = managerEnv(project, kubeconfig, ports, serving);
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   const startManager = (since: number) => {
@@ -184,6 +164,42 @@ async function loop(
   watcher?.close();
   await stopManager();
   serving?.dispose();
+}
+
+/** With webhooks, a local server for them, which a remote cluster cannot call: it says so. */
+async function webhookServing(project: Project, target: Target, ports: Ports) {
+  const hasWebhooks = existsSync(join(project.config, "webhook"));
+  const serving = hasWebhooks
+    ? await localWebhookServing(ports.webhooks ? { port: ports.webhooks } : {})
+    : undefined;
+  if (serving && !isLoopback(target.server)) {
+    console.warn(
+      `Warning: the webhooks are served on this machine (127.0.0.1:${serving.port}), which ${target.server} ` +
+        "cannot reach unless it runs here too: writes of kinds with webhooks will fail. Use a local cluster " +
+        "(unset KUBECONFIG), or deploy the operator (`kubeloop deploy`).",
+    );
+  }
+  return serving;
+}
+
+/** The manager's environment: the run's ports and cluster over the developer's. */
+function managerEnv(
+  project: Project,
+  kubeconfig: string | undefined,
+  ports: Ports,
+  serving: Awaited<ReturnType<typeof webhookServing>>,
+): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}),
+    METRICS_PORT: String(ports.metrics),
+    PROBE_PORT: String(ports.probes),
+    ...(serving ? { WEBHOOK_PORT: String(serving.port), WEBHOOK_CERT_DIR: serving.certDir } : {}),
+    // The namespaces the project watches, as its Deployment gets them (unless set here already).
+    ...(project.namespaces?.length && process.env.WATCH_NAMESPACE === undefined
+      ? { WATCH_NAMESPACE: project.namespaces.join(",") }
+      : {}),
+  };
 }
 
 /** The current context's cluster, or the project's local one (started if need be). */

@@ -286,22 +286,7 @@ async function userCredentials(
     authorization: async () => undefined,
   };
   if (tokenFile) {
-    const path = entryPath(user, tokenFile);
-    const read = () => `Bearer ${readFileSync(path, "utf8").trim()}`;
-    let header: string;
-    try {
-      header = read();
-    } catch (error) {
-      throw new ConfigError(`${what}: tokenFile ${path} cannot be read: ${(error as Error).message}`);
-    }
-    credentials.authorization = refreshing(() => {
-      try {
-        header = read();
-      } catch {
-        // Mid-rotation: keep the token we have and try again later.
-      }
-      return header;
-    }, header);
+    credentials.authorization = tokenFileAuthorization(entryPath(user, tokenFile), what);
   } else if (token) {
     const header = `Bearer ${token}`;
     credentials.authorization = async () => header;
@@ -333,6 +318,25 @@ async function userCredentials(
       );
   }
   return credentials;
+}
+
+/** A bearer token read from `path`, and read again as it rotates (a projected service account token). */
+function tokenFileAuthorization(path: string, what: string): () => Promise<string | undefined> {
+  const read = () => `Bearer ${readFileSync(path, "utf8").trim()}`;
+  let header: string;
+  try {
+    header = read();
+  } catch (error) {
+    throw new ConfigError(`${what}: tokenFile ${path} cannot be read: ${(error as Error).message}`);
+  }
+  return refreshing(() => {
+    try {
+      header = read();
+    } catch {
+      // Mid-rotation: keep the token we have and try again later.
+    }
+    return header;
+  }, header);
 }
 
 function impersonationOf(f: Record<string, unknown>, what: string): { impersonate?: Impersonation } {

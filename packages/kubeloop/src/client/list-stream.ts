@@ -32,21 +32,66 @@ export async function parseListStream(
   chunks: AsyncIterable<Uint8Array>,
   onItem: (item: unknown) => void,
 ): Promise<ListHead> {
-  let buffer: Buffer = Buffer.alloc(0); // unconsumed bytes
-  let pos = 0; // next byte to scan in `buffer`
-  let depth = 0; // open braces and brackets around `pos`
-  let inString = false;
-  let escaped = false;
-  let keyStart = -1; // where the current depth-1 string began (keys are read there)
-  let lastKeyIsItems = false;
-  let itemsDepth = -1; // depth inside the `items` array, or -1 before it (-2 after it)
-  let itemStart = -1; // where the item being read began
-  const outside: Buffer[] = []; // the bytes that are not items: head and tail
-  let outsideStart = 0; // where the not-yet-saved outside bytes begin in `buffer`
+  const scanner = new ListScanner(onItem);
+  for await (const chunk of chunks) scanner.push(chunk);
+  return scanner.end();
+}
 
-  const scan = () => {
-    const bytes = buffer;
+/** The scan's state between chunks: where it stands in the JSON, and the bytes it still needs. */
+class ListScanner {
+  private buffer: Buffer = Buffer.alloc(0); // unconsumed bytes
+  private pos = 0; // next byte to scan in `buffer`
+  private depth = 0; // open braces and brackets around `pos`
+  private inString = false;
+  private escaped = false;
+  private keyStart = -1; // where the current depth-1 string began (keys are read there)
+  private lastKeyIsItems = false;
+  private itemsDepth = -1; // depth inside the `items` array, or -1 before it (-2 after it)
+  private itemStart = -1; // where the item being read began
+  private readonly outside: Buffer[] = []; // the bytes that are not items: head and tail
+  private outsideStart = 0; // where the not-yet-saved outside bytes begin in `buffer`
+
+  private readonly onItem: (item: unknown) => void;
+
+  constructor(onItem: (item: unknown) => void) {
+    this.onItem = onItem;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.buffer =
+      this.buffer.length === 0
+        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        : Buffer.concat([this.buffer, chunk]);
+    this.scan();
+    // Drop what is consumed. Inside the items array keep only the item being read; outside it,
+    // save the scanned bytes (the head and tail are small), except a key still being read.
+    let keep: number;
+    if (this.itemsDepth >= 0) {
+      keep = this.itemStart >= 0 ? this.itemStart : this.pos;
+    } else {
+      keep = this.keyStart >= 0 ? this.keyStart : this.pos;
+      this.outside.push(Buffer.from(this.buffer.subarray(this.outsideStart, keep)));
+    }
+    if (keep > 0) {
+      this.buffer = this.buffer.subarray(keep);
+      this.pos -= keep;
+      if (this.itemStart >= 0) this.itemStart -= keep;
+      if (this.keyStart >= 0) this.keyStart -= keep;
+    }
+    this.outsideStart = 0;
+  }
+
+  /** The list without its items: `…"items":[` + `]…` (or the whole body if it had no items array). */
+  end(): ListHead {
+    if (this.itemsDepth < 0) this.outside.push(this.buffer.subarray(this.outsideStart));
+    return JSON.parse(Buffer.concat(this.outside).toString("utf8") || "{}") as ListHead;
+  }
+
+  // Runs once per byte of every list: the loop works on locals, written back once per chunk.
+  private scan(): void {
+    const bytes = this.buffer;
     const length = bytes.length;
+    let { pos, depth, inString, escaped, keyStart, lastKeyIsItems, itemsDepth, itemStart } = this;
     for (; pos < length; pos++) {
       const c = bytes[pos] as number;
       if (inString) {
@@ -70,47 +115,28 @@ export async function parseListStream(
         depth++;
         if (c === OPEN_BRACKET && depth === 2 && lastKeyIsItems && itemsDepth === -1) {
           itemsDepth = depth;
-          outside.push(bytes.subarray(outsideStart, pos + 1)); // …"items":[
+          this.outside.push(bytes.subarray(this.outsideStart, pos + 1)); // …"items":[
         } else if (c === OPEN_BRACE && depth === itemsDepth + 1) {
           itemStart = pos;
         }
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         if (c === CLOSE_BRACE && depth === itemsDepth + 1 && itemStart >= 0) {
-          onItem(JSON.parse(bytes.toString("utf8", itemStart, pos + 1)));
+          this.onItem(JSON.parse(bytes.toString("utf8", itemStart, pos + 1)));
           itemStart = -1;
         } else if (c === CLOSE_BRACKET && depth === itemsDepth) {
           itemsDepth = -2; // `items` appears once
-          outsideStart = pos; // the tail starts with this `]`
+          this.outsideStart = pos; // the tail starts with this `]`
         }
         depth--;
       }
     }
-  };
-
-  for await (const chunk of chunks) {
-    buffer =
-      buffer.length === 0
-        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-        : Buffer.concat([buffer, chunk]);
-    scan();
-    // Drop what is consumed. Inside the items array keep only the item being read; outside it,
-    // save the scanned bytes (the head and tail are small), except a key still being read.
-    let keep: number;
-    if (itemsDepth >= 0) {
-      keep = itemStart >= 0 ? itemStart : pos;
-    } else {
-      keep = keyStart >= 0 ? keyStart : pos;
-      outside.push(Buffer.from(buffer.subarray(outsideStart, keep)));
-    }
-    if (keep > 0) {
-      buffer = buffer.subarray(keep);
-      pos -= keep;
-      if (itemStart >= 0) itemStart -= keep;
-      if (keyStart >= 0) keyStart -= keep;
-    }
-    outsideStart = 0;
+    this.pos = pos;
+    this.depth = depth;
+    this.inString = inString;
+    this.escaped = escaped;
+    this.keyStart = keyStart;
+    this.lastKeyIsItems = lastKeyIsItems;
+    this.itemsDepth = itemsDepth;
+    this.itemStart = itemStart;
   }
-  if (itemsDepth < 0) outside.push(buffer.subarray(outsideStart));
-  // The list without its items: `…"items":[` + `]…` (or the whole body if it had no items array).
-  return JSON.parse(Buffer.concat(outside).toString("utf8") || "{}") as ListHead;
 }

@@ -2,7 +2,8 @@ import { register as globalRegistry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../queue/clock.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/queue.js";
-import { Metrics, RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS } from "./metrics.js";
+import { RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS } from "./metric-series.js";
+import { Metrics } from "./metrics.js";
 
 interface Sample {
   name: string;

@@ -1,10 +1,19 @@
 import { createRequire } from "node:module";
-import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counter, Gauge, Registry } from "prom-client";
 import type { TransportOptions } from "../client/index.js";
 import type { QueueMetrics } from "../queue/index.js";
-import { DEFAULT_PRIORITY, WORKQUEUE_METRIC_NAMES as WQ } from "../queue/index.js";
-import { type InformerReading, informerSizeGauges } from "./informer-metrics.js";
+import { DEFAULT_PRIORITY } from "../queue/index.js";
+import type { InformerReading } from "./informer-metrics.js";
 import type { LeaderElectionMetrics } from "./leader-election.js";
+import {
+  type PartSeries,
+  partSeries,
+  type QueueReadings,
+  type ReconcileSeries,
+  reconcileSeries,
+  type WorkqueueSeries,
+  workqueueSeries,
+} from "./metric-series.js";
 
 export type { InformerReading } from "./informer-metrics.js";
 
@@ -36,22 +45,6 @@ export type { InformerReading } from "./informer-metrics.js";
  * | `kubeloop_certificate_expiration_timestamp_seconds` | `server` | {@link Metrics.certificateExpiry} |
  * | `process_*`, `nodejs_*` | — | prom-client's default collectors (Go operators have `process_*`, `go_*`) |
  */
-
-/**
- * controller-runtime's `controller_runtime_reconcile_time_seconds` buckets: fine-grained up to 1 s
- * (most reconciles), coarser up to a minute (slow APIs, big lists). Same edges, same dashboards.
- */
-export const RECONCILE_TIME_BUCKETS: readonly number[] = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
-  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
-];
-/**
- * client-go's workqueue duration buckets, `ExponentialBuckets(10e-9, 10, 12)`: 10 ns to 1000 s, one
- * per decade (the same repeated multiplication, so the same float edges as Go's).
- */
-export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = Array.from({ length: 12 }, (_, i) =>
-  [...Array(i)].reduce((edge: number) => edge * 10, 10e-9),
-);
 
 /**
  * prom-client, loaded by the first `Metrics` (~10 MiB of RSS): a manager with `metrics: false`
@@ -90,12 +83,6 @@ export interface ControllerMetricSeries {
   maxConcurrent(workers: number): void;
   /** `kubeloop_reconcile_deferred_total`: a reconcile waited for the per-object cap. */
   deferred(): void;
-}
-
-/** The readings a queue computes at scrape time (`WorkQueue` has both). */
-export interface QueueReadings {
-  unfinishedWorkSeconds(): number;
-  longestRunningProcessorSeconds(): number;
 }
 
 /** A queue's metric hooks, all of them, for `new WorkQueue({ metrics })`; from {@link Metrics.workqueue}. */
@@ -152,30 +139,9 @@ export interface MetricsOptions {
 export class Metrics implements MetricsSource {
   readonly registry: Registry;
 
-  private readonly reconcileTotal: Counter<"controller" | "result">;
-  private readonly reconcileErrors: Counter<"controller">;
-  private readonly terminalReconcileErrors: Counter<"controller">;
-  private readonly reconcilePanics: Counter<"controller">;
-  private readonly reconcileTimeouts: Counter<"controller">;
-  private readonly reconcileTime: Histogram<"controller">;
-  private readonly maxConcurrentReconciles: Gauge<"controller">;
-  private readonly activeWorkers: Gauge<"controller">;
-  private readonly reconcileDeferred: Counter<"controller">;
-
-  private readonly queueDepth: Gauge<"name" | "controller" | "priority">;
-  private readonly queueAdds: Counter<"name" | "controller">;
-  private readonly queueLatency: Histogram<"name" | "controller">;
-  private readonly workDuration: Histogram<"name" | "controller">;
-  private readonly unfinishedWork: Gauge<"name" | "controller">;
-  private readonly longestRunningProcessor: Gauge<"name" | "controller">;
-  private readonly queueRetries: Counter<"name" | "controller">;
-
-  private readonly restRequests: Counter<"code" | "method" | "host">;
-  private readonly leaderStatus: Gauge<"name">;
-  private readonly leaderSlowpath: Counter<"name">;
-  private readonly webhookRequests: Counter<"webhook" | "code">;
-  private readonly webhookLatency: Histogram<"webhook">;
-  private readonly certificateExpiration: Gauge<"server">;
+  private readonly reconcile: ReconcileSeries;
+  private readonly queue: WorkqueueSeries;
+  private readonly parts: PartSeries;
   private informerReadings: (() => readonly InformerReading[]) | undefined;
 
   private readonly controllers = new Map<string, ControllerMetricSeries>();
@@ -185,193 +151,15 @@ export class Metrics implements MetricsSource {
   private readonly elections = new Map<string, Required<LeaderElectionMetrics>>();
 
   constructor(options: MetricsOptions = {}) {
-    const { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } = promClient();
-    const registry = new Registry();
+    const prom = promClient();
+    const registry = new prom.Registry();
     this.registry = registry;
     const registers = [registry];
 
-    // controller-runtime: pkg/internal/controller/metrics/metrics.go (names and help texts).
-    this.reconcileTotal = new Counter({
-      name: "controller_runtime_reconcile_total",
-      help: "Total number of reconciliations per controller",
-      labelNames: ["controller", "result"],
-      registers,
-    });
-    this.reconcileErrors = new Counter({
-      name: "controller_runtime_reconcile_errors_total",
-      help: "Total number of reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.terminalReconcileErrors = new Counter({
-      name: "controller_runtime_terminal_reconcile_errors_total",
-      help: "Total number of terminal reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcilePanics = new Counter({
-      name: "controller_runtime_reconcile_panics_total",
-      help: "Total number of reconciliation panics per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcileTimeouts = new Counter({
-      name: "controller_runtime_reconcile_timeouts_total",
-      help: "Total number of reconciliation timeouts per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcileTime = new Histogram({
-      name: "controller_runtime_reconcile_time_seconds",
-      help: "Length of time per reconciliation per controller",
-      labelNames: ["controller"],
-      buckets: [...RECONCILE_TIME_BUCKETS],
-      registers,
-    });
-    this.maxConcurrentReconciles = new Gauge({
-      name: "controller_runtime_max_concurrent_reconciles",
-      help: "Maximum number of concurrent reconciles per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.activeWorkers = new Gauge({
-      name: "controller_runtime_active_workers",
-      help: "Number of currently used workers per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-
-    this.reconcileDeferred = new Counter({
-      name: "kubeloop_reconcile_deferred_total",
-      help: "Reconciles deferred by the controller's per-object cap (maxReconcilesPerObject); each runs later, merged with later changes.",
-      labelNames: ["controller"],
-      registers,
-    });
-
-    // controller-runtime: pkg/internal/metrics/workqueue.go.
-    this.queueDepth = new Gauge({
-      name: WQ.depth,
-      help: "Current depth of workqueue by workqueue and priority",
-      labelNames: ["name", "controller", "priority"],
-      registers,
-    });
-    this.queueAdds = new Counter({
-      name: WQ.adds,
-      help: "Total number of adds handled by workqueue",
-      labelNames: ["name", "controller"],
-      registers,
-    });
-    this.queueLatency = new Histogram({
-      name: WQ.queueDuration,
-      help: "How long in seconds an item stays in workqueue before being requested",
-      labelNames: ["name", "controller"],
-      buckets: [...WORKQUEUE_DURATION_BUCKETS],
-      registers,
-    });
-    this.workDuration = new Histogram({
-      name: WQ.workDuration,
-      help: "How long in seconds processing an item from workqueue takes.",
-      labelNames: ["name", "controller"],
-      buckets: [...WORKQUEUE_DURATION_BUCKETS],
-      registers,
-    });
-    const observedQueues = this.observedQueues;
-    this.unfinishedWork = new Gauge({
-      name: WQ.unfinishedWork,
-      help:
-        "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. " +
-        "Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate " +
-        "at which this increases.",
-      labelNames: ["name", "controller"],
-      registers,
-      collect() {
-        for (const [name, queue] of observedQueues) {
-          this.set({ name, controller: name }, queue.unfinishedWorkSeconds());
-        }
-      },
-    });
-    this.longestRunningProcessor = new Gauge({
-      name: WQ.longestRunningProcessor,
-      help: "How many seconds has the longest running processor for workqueue been running.",
-      labelNames: ["name", "controller"],
-      registers,
-      collect() {
-        for (const [name, queue] of observedQueues) {
-          this.set({ name, controller: name }, queue.longestRunningProcessorSeconds());
-        }
-      },
-    });
-    this.queueRetries = new Counter({
-      name: WQ.retries,
-      help: "Total number of retries handled by workqueue",
-      labelNames: ["name", "controller"],
-      registers,
-    });
-
-    // controller-runtime: pkg/metrics/client_go_adapter.go (the one REST metric on by default).
-    this.restRequests = new Counter({
-      name: "rest_client_requests_total",
-      help: "Number of HTTP requests, partitioned by status code, method, and host.",
-      labelNames: ["code", "method", "host"],
-      registers,
-    });
-
-    // controller-runtime: pkg/metrics/leaderelection.go.
-    this.leaderStatus = new Gauge({
-      name: "leader_election_master_status",
-      help:
-        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates " +
-        "master. 'name' is the string used to identify the lease. Please make sure to group by name.",
-      labelNames: ["name"],
-      registers,
-    });
-    this.leaderSlowpath = new Counter({
-      name: "leader_election_slowpath_total",
-      help:
-        "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify " +
-        "the lease. Please make sure to group by name.",
-      labelNames: ["name"],
-      registers,
-    });
-
-    // controller-runtime: pkg/webhook/internal/metrics/metrics.go.
-    this.webhookRequests = new Counter({
-      name: "controller_runtime_webhook_requests_total",
-      help: "Total number of admission requests by HTTP status code.",
-      labelNames: ["webhook", "code"],
-      registers,
-    });
-    this.webhookLatency = new Histogram({
-      name: "controller_runtime_webhook_latency_seconds",
-      help: "Histogram of the latency of processing admission requests",
-      labelNames: ["webhook"],
-      registers,
-    });
-    // kubeloop's own: what the alerts on watches and certificates need.
-    const metrics = this;
-    new Gauge({
-      name: "kubeloop_informer_watch_healthy",
-      help:
-        "1 when the informer has synced and its last list/watch succeeded, 0 while it fails (e.g. Forbidden) " +
-        "or has not synced. 'namespace' is empty for a cluster-wide informer.",
-      labelNames: ["kind", "namespace"],
-      registers,
-      collect() {
-        this.reset();
-        for (const informer of metrics.informerReadings?.() ?? []) {
-          this.set({ kind: informer.kind, namespace: informer.namespace }, informer.healthy ? 1 : 0);
-        }
-      },
-    });
-    informerSizeGauges(Gauge, registers, () => metrics.informerReadings?.() ?? []);
-    this.certificateExpiration = new Gauge({
-      name: "kubeloop_certificate_expiration_timestamp_seconds",
-      help: "When the serving certificate in use expires, in seconds since the epoch, by server (webhook, metrics).",
-      labelNames: ["server"],
-      registers,
-    });
-
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+    this.reconcile = reconcileSeries(prom, registers);
+    this.queue = workqueueSeries(prom, registers, this.observedQueues);
+    this.parts = partSeries(prom, registers, () => this.informerReadings?.() ?? []);
+    if (options.defaultMetrics ?? true) prom.collectDefaultMetrics({ register: registry });
   }
 
   /**
@@ -384,7 +172,7 @@ export class Metrics implements MetricsSource {
 
   /** Sets `kubeloop_certificate_expiration_timestamp_seconds{server}`. */
   certificateExpiry(server: string, expirySeconds: number): void {
-    this.certificateExpiration.set({ server }, expirySeconds);
+    this.parts.certificateExpiration.set({ server }, expirySeconds);
   }
 
   /**
@@ -398,8 +186,8 @@ export class Metrics implements MetricsSource {
   } {
     return {
       requested: (path, code, seconds) => {
-        this.webhookRequests.inc({ webhook: path, code: String(code) });
-        this.webhookLatency.observe({ webhook: path }, seconds);
+        this.parts.webhookRequests.inc({ webhook: path, code: String(code) });
+        this.parts.webhookLatency.observe({ webhook: path }, seconds);
       },
       certificateExpiry: (seconds) => this.certificateExpiry("webhook", seconds),
     };
@@ -425,19 +213,19 @@ export class Metrics implements MetricsSource {
     if (existing) return existing;
     const labels = { controller: name };
     const total = {
-      success: this.reconcileTotal.labels({ controller: name, result: "success" }),
-      error: this.reconcileTotal.labels({ controller: name, result: "error" }),
-      requeue: this.reconcileTotal.labels({ controller: name, result: "requeue" }),
-      requeue_after: this.reconcileTotal.labels({ controller: name, result: "requeue_after" }),
+      success: this.reconcile.total.labels({ controller: name, result: "success" }),
+      error: this.reconcile.total.labels({ controller: name, result: "error" }),
+      requeue: this.reconcile.total.labels({ controller: name, result: "requeue" }),
+      requeue_after: this.reconcile.total.labels({ controller: name, result: "requeue_after" }),
     } satisfies Record<ReconcileResultLabel, unknown>;
-    const errors = this.reconcileErrors.labels(labels);
-    const terminal = this.terminalReconcileErrors.labels(labels);
-    const panics = this.reconcilePanics.labels(labels);
-    const timeouts = this.reconcileTimeouts.labels(labels);
-    const time = this.reconcileTime.labels(labels);
-    const max = this.maxConcurrentReconciles.labels(labels);
-    const active = this.activeWorkers.labels(labels);
-    const deferred = this.reconcileDeferred.labels(labels);
+    const errors = this.reconcile.errors.labels(labels);
+    const terminal = this.reconcile.terminalErrors.labels(labels);
+    const panics = this.reconcile.panics.labels(labels);
+    const timeouts = this.reconcile.timeouts.labels(labels);
+    const time = this.reconcile.time.labels(labels);
+    const max = this.reconcile.maxConcurrent.labels(labels);
+    const active = this.reconcile.activeWorkers.labels(labels);
+    const deferred = this.reconcile.deferred.labels(labels);
     for (const counter of [...Object.values(total), errors, terminal, panics, timeouts, deferred])
       counter.inc(0);
     active.set(0);
@@ -476,20 +264,20 @@ export class Metrics implements MetricsSource {
     const depthAt = (priority: number) => {
       let gauge = depthByPriority.get(priority);
       if (!gauge) {
-        gauge = this.queueDepth.labels({ ...labels, priority: String(priority) });
+        gauge = this.queue.depth.labels({ ...labels, priority: String(priority) });
         depthByPriority.set(priority, gauge);
       }
       return gauge;
     };
-    const adds = this.queueAdds.labels(labels);
-    const latency = this.queueLatency.labels(labels);
-    const work = this.workDuration.labels(labels);
-    const retries = this.queueRetries.labels(labels);
+    const adds = this.queue.adds.labels(labels);
+    const latency = this.queue.latency.labels(labels);
+    const work = this.queue.workDuration.labels(labels);
+    const retries = this.queue.retries.labels(labels);
     // The series a fresh queue shows in client-go: zero counters, empty histograms, depth 0.
     adds.inc(0);
     retries.inc(0);
-    this.queueLatency.zero(labels);
-    this.workDuration.zero(labels);
+    this.queue.latency.zero(labels);
+    this.queue.workDuration.zero(labels);
     depthAt(DEFAULT_PRIORITY).set(0);
     const metrics: WorkqueueMetrics = {
       name,
@@ -503,8 +291,8 @@ export class Metrics implements MetricsSource {
         return () => {
           if (this.observedQueues.get(name) !== queue) return;
           this.observedQueues.delete(name);
-          this.unfinishedWork.remove(labels);
-          this.longestRunningProcessor.remove(labels);
+          this.queue.unfinishedWork.remove(labels);
+          this.queue.longestRunningProcessor.remove(labels);
         };
       },
     };
@@ -525,7 +313,7 @@ export class Metrics implements MetricsSource {
       const key = `${code} ${verb}`;
       let counter = counters.get(key);
       if (!counter) {
-        counter = this.restRequests.labels({ code: String(code), method: verb, host });
+        counter = this.parts.restRequests.labels({ code: String(code), method: verb, host });
         counters.set(key, counter);
       }
       counter.inc();
@@ -540,8 +328,8 @@ export class Metrics implements MetricsSource {
   leaderElection(name: string): Required<LeaderElectionMetrics> {
     const existing = this.elections.get(name);
     if (existing) return existing;
-    const status = this.leaderStatus.labels({ name });
-    const slowpath = this.leaderSlowpath.labels({ name });
+    const status = this.parts.leaderStatus.labels({ name });
+    const slowpath = this.parts.leaderSlowpath.labels({ name });
     status.set(0);
     slowpath.inc(0);
     const metrics: Required<LeaderElectionMetrics> = {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { dirname, extname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Metafile, Plugin } from "esbuild";
+import type { Metafile, OutputFile, Plugin } from "esbuild";
 import { CliError } from "../errors.js";
 import { LICENSES_FILE, licensesText, packageLicenses } from "./licenses.js";
 import type { TarEntry } from "./tar.js";
@@ -119,41 +119,51 @@ export async function buildApp(root: string, entry: string, lockRoot: string): P
         addExternal(external, packageJson(dir).name, dir, lockRoot, "reads its files at run time") || found;
     }
     if (found && pass < 5) continue;
-    const files: TarEntry[] = [{ path: APP_DIR, type: "dir", mode: 0o555 }];
-    if (result.outputFiles.some((out) => dirname(out.path) !== root))
-      files.push({ path: `${APP_DIR}/${CHUNKS}`, type: "dir", mode: 0o555 });
-    for (const out of result.outputFiles) {
-      files.push({
-        path: `${APP_DIR}/${relative(root, out.path)}`,
-        type: "file",
-        mode: 0o444,
-        data: out.contents,
-      });
-    }
-    files.push({ path: `${APP_DIR}/${LAUNCHER}`, type: "file", mode: 0o444, data: await launcher(esbuild) });
-    const shipped = [...external.values()].flatMap((p) => withDependencies(p, lockRoot));
-    const seen = new Set<string>();
-    for (const pkg of shipped) {
-      if (seen.has(pkg.path)) continue;
-      seen.add(pkg.path);
-      files.push(...packageFiles(join(lockRoot, pkg.path), `${APP_DIR}/node_modules/${pkg.name}`));
-    }
-    const bundled = uniqueByPath(
-      [...kept.keys()]
-        .map((dir) => describe(dir, lockRoot))
-        .filter((p) => p.path !== relative(lockRoot, root)),
-    );
-    const licenses = licensesText(packageLicenses([...bundled, ...shipped], lockRoot));
-    const data = new TextEncoder().encode(licenses);
-    files.push({ path: `${APP_DIR}/${LICENSES_FILE}`, type: "file", mode: 0o444, data });
-    return {
-      files,
-      bundled,
-      external: [...external.values()],
-      native: shipped.some((p) => isNative(join(lockRoot, p.path))),
-      licenses,
-    };
+    return appFiles(result.outputFiles, root, lockRoot, external, kept, await launcher(esbuild));
   }
+}
+
+/** The files of /app: the bundle and its chunks, the launcher, the external packages, the licences. */
+function appFiles(
+  outputFiles: OutputFile[],
+  root: string,
+  lockRoot: string,
+  external: Map<string, ExternalPackage>,
+  kept: Map<string, string[]>,
+  launcherCode: Uint8Array,
+): AppBuild {
+  const files: TarEntry[] = [{ path: APP_DIR, type: "dir", mode: 0o555 }];
+  if (outputFiles.some((out) => dirname(out.path) !== root))
+    files.push({ path: `${APP_DIR}/${CHUNKS}`, type: "dir", mode: 0o555 });
+  for (const out of outputFiles) {
+    files.push({
+      path: `${APP_DIR}/${relative(root, out.path)}`,
+      type: "file",
+      mode: 0o444,
+      data: out.contents,
+    });
+  }
+  files.push({ path: `${APP_DIR}/${LAUNCHER}`, type: "file", mode: 0o444, data: launcherCode });
+  const shipped = [...external.values()].flatMap((p) => withDependencies(p, lockRoot));
+  const seen = new Set<string>();
+  for (const pkg of shipped) {
+    if (seen.has(pkg.path)) continue;
+    seen.add(pkg.path);
+    files.push(...packageFiles(join(lockRoot, pkg.path), `${APP_DIR}/node_modules/${pkg.name}`));
+  }
+  const bundled = uniqueByPath(
+    [...kept.keys()].map((dir) => describe(dir, lockRoot)).filter((p) => p.path !== relative(lockRoot, root)),
+  );
+  const licenses = licensesText(packageLicenses([...bundled, ...shipped], lockRoot));
+  const data = new TextEncoder().encode(licenses);
+  files.push({ path: `${APP_DIR}/${LICENSES_FILE}`, type: "file", mode: 0o444, data });
+  return {
+    files,
+    bundled,
+    external: [...external.values()],
+    native: shipped.some((p) => isNative(join(lockRoot, p.path))),
+    licenses,
+  };
 }
 
 function addExternal(

@@ -30,19 +30,7 @@ export function generate({ captures }: Sources): Map<string, string> {
   const newest = captures.at(-1);
   if (!newest) throw new Error("no OpenAPI capture: run `npm run capture:openapi`");
   const minors = captures.map((c) => c.minor);
-  // Union of every version's schemas, the newest's wins; when each name and field first appeared.
-  const schemas = new Map<string, Schema>();
-  const since = new Map<string, string>();
-  const last = new Map<string, string>();
-  for (const { minor, data } of captures) {
-    for (const [name, schema] of Object.entries(data.schemas) as [string, Schema][]) {
-      schemas.set(name, schema);
-      if (!since.has(name)) since.set(name, minor);
-      last.set(name, minor);
-      for (const field of Object.keys(schema.properties ?? {}))
-        if (!since.has(`${name}#${field}`)) since.set(`${name}#${field}`, minor);
-    }
-  }
+  const { schemas, since, last } = history(captures);
   const oldest = minors[0];
   const removedAfter = (seen: string | undefined) =>
     seen && seen !== newest.minor ? minors[minors.indexOf(seen) + 1] : undefined;
@@ -108,6 +96,26 @@ export function generate({ captures }: Sources): Map<string, string> {
     ),
   );
   return files;
+}
+
+/**
+ * The union of every version's schemas, the newest's winning; when each name (`since`, `last`) and
+ * each field (`since`, key `name#field`) first and last appeared.
+ */
+function history(captures: Sources["captures"]) {
+  const schemas = new Map<string, Schema>();
+  const since = new Map<string, string>();
+  const last = new Map<string, string>();
+  for (const { minor, data } of captures) {
+    for (const [name, schema] of Object.entries(data.schemas) as [string, Schema][]) {
+      schemas.set(name, schema);
+      if (!since.has(name)) since.set(name, minor);
+      last.set(name, minor);
+      for (const field of Object.keys(schema.properties ?? {}))
+        if (!since.has(`${name}#${field}`)) since.set(`${name}#${field}`, minor);
+    }
+  }
+  return { schemas, since, last };
 }
 
 const QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity";
