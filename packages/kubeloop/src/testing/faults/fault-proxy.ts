@@ -126,17 +126,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   return {
     port,
     url: `https://127.0.0.1:${port}`,
-    stats: {
-      get accepted() {
-        return counters.accepted;
-      },
-      get open() {
-        return connections.size;
-      },
-      get bytes() {
-        return counters.bytes;
-      },
-    },
+    stats: liveStats(counters, connections),
     reset() {
       for (const connection of connections) connection.reset();
     },
@@ -157,14 +147,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     setBandwidth(bytesPerSecond) {
       if (bytesPerSecond !== undefined && !(bytesPerSecond > 0))
         throw new RangeError(`bandwidth must be more than 0 bytes per second, got ${bytesPerSecond}`);
-      faults.bandwidth =
-        bytesPerSecond === undefined
-          ? undefined
-          : {
-              up: new TokenBucket(bytesPerSecond, burstFor(bytesPerSecond)),
-              down: new TokenBucket(bytesPerSecond, burstFor(bytesPerSecond)),
-              burst: burstFor(bytesPerSecond),
-            };
+      faults.bandwidth = bytesPerSecond === undefined ? undefined : bandwidthOf(bytesPerSecond);
     },
     async heal() {
       faults.latencyMs = 0;
@@ -183,6 +166,27 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       await closing;
     },
   };
+}
+
+/** Counters read when asked, so a test sees them move. */
+function liveStats(counters: { accepted: number; bytes: number }, connections: Set<Connection>) {
+  return {
+    get accepted() {
+      return counters.accepted;
+    },
+    get open() {
+      return connections.size;
+    },
+    get bytes() {
+      return counters.bytes;
+    },
+  };
+}
+
+/** One bucket each way, so a download does not eat an upload's share. */
+function bandwidthOf(bytesPerSecond: number): NonNullable<Faults["bandwidth"]> {
+  const burst = burstFor(bytesPerSecond);
+  return { up: new TokenBucket(bytesPerSecond, burst), down: new TokenBucket(bytesPerSecond, burst), burst };
 }
 
 /** A tenth of a second of traffic at once: smooth enough to be a rate, coarse enough to be cheap. */

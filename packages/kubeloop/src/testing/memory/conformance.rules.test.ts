@@ -92,7 +92,12 @@ describe("Deployment validation", () => {
   conformance("a status patch's undefined fields are left out, as JSON leaves them", async (c, ns, t) => {
     await step(t, () => c.create(widget(ns, { spec: { size: 1 } })));
     await step(t, () =>
-      c.patch(Widget, "w", { status: { ready: undefined, count: 2 } }, { namespace: ns, subresource: "status" }),
+      c.patch(
+        Widget,
+        "w",
+        { status: { ready: undefined, count: 2 } },
+        { namespace: ns, subresource: "status" },
+      ),
     );
   });
   conformance("strategic merge patch merges containers by name", async (c, ns, t) => {

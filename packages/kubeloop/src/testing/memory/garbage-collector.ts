@@ -99,13 +99,6 @@ export class GarbageCollector {
       }
       const owners = (meta.ownerReferences as Obj[] | undefined) ?? [];
       if (owners.length && !meta.deletionTimestamp) {
-        const alive = owners.filter((r) => {
-          const owner = uids.get(r.uid);
-          return (
-            (owner && !(owner.object.metadata.finalizers ?? []).includes("orphan")) ||
-            (owner && !owner.object.metadata.deletionTimestamp)
-          );
-        });
         const ownerGone = owners.every((r) => !uids.has(r.uid));
         const foregroundOwner = owners.some((r) =>
           (uids.get(r.uid)?.object.metadata.finalizers ?? []).includes("foregroundDeletion"),
@@ -114,7 +107,6 @@ export class GarbageCollector {
           this.deleteSync(kind, object, foregroundOwner ? "Foreground" : "Background");
           return true;
         }
-        void alive;
       }
     }
     return false;

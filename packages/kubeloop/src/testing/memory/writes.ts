@@ -216,20 +216,7 @@ export class Writes {
       else metadata[field] = old.metadata[field];
     }
     metadata.resourceVersion = old.metadata.resourceVersion;
-    if (old.metadata.deletionTimestamp) {
-      const added = ((metadata.finalizers as string[] | undefined) ?? []).filter(
-        (f) => !((old.metadata.finalizers as string[] | undefined) ?? []).includes(f),
-      );
-      if (added.length) {
-        // kube-apiserver reports this one twice (metadata is validated on two paths); so do we.
-        const error: FieldError = {
-          type: "FieldValueForbidden",
-          field: "metadata.finalizers",
-          message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`,
-        };
-        throw invalid(kind.group, kind.kind, String(old.metadata.name), [error, error], 1);
-      }
-    }
+    if (old.metadata.deletionTimestamp) refuseNewFinalizers(kind, old, object);
     normalise(kind, object, old);
     object = (await this.store.admit(kind, "UPDATE", object, this.store.output(kind, old))) ?? object;
     if (recordManager)
@@ -358,4 +345,18 @@ export class Writes {
     merged.metadata.resourceVersion = current.metadata.resourceVersion;
     return this.update(route, current, merged, manager, false);
   }
+}
+
+/** An object being deleted takes no new finalizers (kube-apiserver's metadata validation). */
+function refuseNewFinalizers(kind: KindInfo, old: Obj, next: Obj): void {
+  const before = (old.metadata.finalizers as string[] | undefined) ?? [];
+  const added = ((next.metadata.finalizers as string[] | undefined) ?? []).filter((f) => !before.includes(f));
+  if (!added.length) return;
+  // kube-apiserver reports this one twice (metadata is validated on two paths); so do we.
+  const error: FieldError = {
+    type: "FieldValueForbidden",
+    field: "metadata.finalizers",
+    message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`,
+  };
+  throw invalid(kind.group, kind.kind, String(old.metadata.name), [error, error], 1);
 }

@@ -150,6 +150,11 @@ ${apiService("prometheus-adapter", GROUP, "v1beta2", ca.cert, 200)}${apiService(
     kubectl(args, { kubeconfig: plane.kubeconfigPath, ...(input ? { input } : {}) });
   const applied = await k(["apply", "-f", "-"], manifests);
   if (applied.code !== 0) throw new Error(`prometheus-adapter manifests: ${applied.stderr}`);
+  await untilAvailable(k);
+}
+
+/** Waits for the custom-metrics API to be Available; a timeout says why, with the adapter's log. */
+async function untilAvailable(k: (args: string[]) => ReturnType<typeof kubectl>): Promise<void> {
   let last = "";
   await pollUntil(
     async () => {
