@@ -1,11 +1,18 @@
 import type { Informer, InformerRegistry, InformerScope, InformerView } from "../cache/index.js";
-import { type KubeObject, type ResourceType, refOfKey } from "../client/index.js";
+import {
+  type KubeObject,
+  kindKeyOf,
+  type ResourceType,
+  refOfKey,
+  refTo,
+  type TypedObjectRef,
+} from "../client/index.js";
 import type { CacheReader } from "./context.js";
-import { type CacheLookup, typeKeyOf } from "./expectations.js";
+import type { CacheLookup } from "./write-awareness.js";
 
 /**
  * A controller's caches: one informer view per type and scope, taken from the shared registry, and
- * the reads a reconcile makes of them (`ctx.cache`, and the expectations' lookups).
+ * the reads a reconcile makes of them (`ctx.cache`, and write-awareness's lookups).
  */
 export class ControllerCaches {
   private readonly views = new Map<string, InformerView<KubeObject>>();
@@ -55,20 +62,28 @@ export class ControllerCaches {
       view = shared.informer;
     }
     this.views.set(key, view);
-    this.views.set(typeKeyOf(type.apiVersion, type.kind), view);
+    this.views.set(kindKeyOf(type), view);
     return view;
   }
 
-  readonly lookup: CacheLookup = (typeKey, key) => {
-    const informer = this.views.get(typeKey);
+  readonly lookup: CacheLookup = (kind, key) => {
+    const informer = this.views.get(kind);
     if (!informer) return "unwatched";
-    const { namespace, name } = refOfKey(key);
-    return informer.get(name, namespace);
+    return informer.get(refOfKey(key));
   };
 
   readonly reader: CacheReader = {
-    get: <U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string) =>
-      this.watched(type, namespace).get(name, namespace) as U | undefined,
+    get: <U extends KubeObject>(
+      target: TypedObjectRef<U> | ResourceType<U>,
+      name?: string,
+      namespace?: string,
+    ): U | undefined => {
+      const ref =
+        name === undefined
+          ? (target as TypedObjectRef<U>)
+          : refTo(target as ResourceType<U>, name, namespace);
+      return this.watched(ref.type, ref.namespace).get(ref) as U | undefined;
+    },
     list: <U extends KubeObject>(
       type: ResourceType<U>,
       filter?: { namespace?: string; labels?: Record<string, string> },
@@ -80,7 +95,7 @@ export class ControllerCaches {
    * is an error, not an empty answer: nothing there is cached, and a silent "none" would be acted on.
    */
   private watched(type: ResourceType, namespace: string | undefined): InformerView<KubeObject> {
-    const informer = this.views.get(typeKeyOf(type.apiVersion, type.kind));
+    const informer = this.views.get(kindKeyOf(type));
     if (!informer) {
       throw new Error(
         `${type.kind} is not cached by controller "${this.controller}": add .owns(${type.kind}) or .watches(${type.kind}, …) ` +
