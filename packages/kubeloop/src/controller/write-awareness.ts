@@ -100,6 +100,11 @@ export class ReadYourWrites {
     return !this.pending.has(reconcileKey);
   }
 
+  /** Nothing is expected: the common case, where events need no bookkeeping. */
+  get idle(): boolean {
+    return this.byObject.size === 0;
+  }
+
   /** The cache now holds this version of the object (its watch event): writes up to it are met. */
   seen(id: string, resourceVersion: string | undefined): void {
     const keys = this.byObject.get(id);
@@ -149,6 +154,11 @@ export class EchoFilter {
   private readonly inFlight = new Map<string, InFlight>();
   /** Object → the version our last write of it returned, until its event comes (or a newer one). */
   private readonly written = new Map<string, string>();
+
+  /** No write under way and no echo to come: every event is news. */
+  get idle(): boolean {
+    return this.inFlight.size === 0 && this.written.size === 0;
+  }
 
   /** Runs a write of the object; events of it that arrive meanwhile wait for its response. */
   async during<R extends KubeObject>(id: string, write: () => Promise<R>): Promise<R> {
@@ -243,11 +253,16 @@ export class WriteAwareness {
    * before echoes were filtered: a create's echo costs one reconcile, once per object.)
    */
   added(kind: KindKey, object: KubeObject): void {
+    if (this.reads.idle) return;
     this.reads.seen(typedKeyOf(kind, objectKey(object)), object.metadata?.resourceVersion);
   }
 
   /** An updated object's watch event: `deliver` wakes its keys, unless it is our echo. */
   updated(kind: KindKey, object: KubeObject, deliver: () => void): void {
+    if (this.reads.idle && this.echoes.idle) {
+      deliver(); // the hot path of a controller that is not writing: no key built
+      return;
+    }
     const id = typedKeyOf(kind, objectKey(object));
     const version = object.metadata?.resourceVersion;
     this.reads.seen(id, version);
@@ -256,6 +271,7 @@ export class WriteAwareness {
 
   /** A deleted object's watch event. */
   deleted(kind: KindKey, object: KubeObject): void {
+    if (this.reads.idle && this.echoes.idle) return;
     const id = typedKeyOf(kind, objectKey(object));
     this.reads.deleted(id);
     this.echoes.deleted(id);
