@@ -198,6 +198,10 @@ export class Client {
             options: positional,
           }
         : { ...(target as TypedObjectRef<T>), options: nameOrOptions ?? {} };
+    if (!type?.apiVersion)
+      throw new TypeError(
+        `client.get: the reference to "${name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
+      );
     const path = await this.objectPath(type, name, namespace);
     return (await this.transport.request({ method: "GET", path, ...callOf(options) })).body as T;
   }

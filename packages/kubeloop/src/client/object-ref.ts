@@ -61,6 +61,7 @@ export function refTo<T extends KubeObject>(
 
 /** The reference to an object (its metadata's namespace and name; with `type`, its kind too). */
 export function refOf(object: KubeObject): ObjectRef;
+/** The reference to an object of this type, its kind included (objects from a list may lack apiVersion and kind). */
 export function refOf<T extends KubeObject>(object: KubeObject, type: ResourceType<T>): TypedObjectRef<T>;
 export function refOf(object: KubeObject, type?: ResourceType): ObjectRef {
   const ref: ObjectRef = { namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" };

@@ -82,6 +82,10 @@ export class ControllerCaches {
         name === undefined
           ? (target as TypedObjectRef<U>)
           : refTo(target as ResourceType<U>, name, namespace);
+      if (!ref.type?.apiVersion)
+        throw new TypeError(
+          `ctx.cache.get: the reference to "${ref.name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
+        );
       return this.watched(ref.type, ref.namespace).get(ref) as U | undefined;
     },
     list: <U extends KubeObject>(
