@@ -36,7 +36,7 @@ const SHAPES: { name: string; matches: (line: string) => boolean }[] = [
   },
   {
     name: "an apiVersion split on `/`",
-    matches: (line) => /apiVersion\w*\s*\.\s*(split|indexOf|includes)\(\s*"\/"/i.test(line),
+    matches: (line) => /apiVersion\w*\)?\s*\.\s*(split|indexOf|includes)\(\s*"\/"/i.test(line),
   },
 ];
 
@@ -73,6 +73,7 @@ describe("object identity", () => {
       "b.ts": "const type = `${t.apiVersion}/${t.kind}`;",
       "c.ts": 'const [ns, name] = key.split("/");',
       "d.ts": 'const group = type.apiVersion.includes("/") ? "x" : "";',
+      "d2.ts": 'const group = String(o.apiVersion).split("/")[0];',
       "e.ts": "throw new Error(`Secret ${namespace}/${name} is missing`); // a message, not a key",
       "f.ts": "const path = `${base}/${resource}`; // a path, not a key",
       [HOME]: "return `${ref.namespace}/${ref.name}`;",
@@ -82,6 +83,7 @@ describe("object identity", () => {
       "b.ts:1: a key template (`${namespace}/${name}`, `${apiVersion}/${kind}`)",
       "c.ts:1: a key split on `/`",
       "d.ts:1: an apiVersion split on `/`",
+      "d2.ts:1: an apiVersion split on `/`",
     ]);
   });
 });
