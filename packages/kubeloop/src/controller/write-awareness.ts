@@ -20,8 +20,9 @@ import { typedKeyOf } from "../client/internal.js";
  *
  * One behaviour for every write path: every write is both expected and echo-filtered. A reconcile
  * that wants to run again after its own write says so (`after(0)`), as it would after any step;
- * its echo never wakes it (kopf and java-operator-sdk filter their own echoes the same way;
- * controller-runtime wakes on them, and pays a second reconcile per write for it).
+ * its echo never wakes it (java-operator-sdk 5.3 filters its own echoes the same way;
+ * controller-runtime wakes on them, and pays a second reconcile per write for it). A create's echo
+ * is an `added` event, which always wakes the key: once per object.
  *
  * The guarantee, with its exceptions: a reconcile never sees an object older than its own last
  * write, **unless**
@@ -30,8 +31,8 @@ import { typedKeyOf } from "../client/internal.js";
  * - the written kind is not cached by this controller (not its primary, `owns` or `watches`): there
  *   is no cache to wait for, so the expectation counts as met;
  * - the object was deleted since: its expectations end with its deletion event.
- * And never an echo is dropped on a relist: an update a relist delivers spans every change made
- * while the watch was down, so it always wakes (the controller decides that, see controller.ts).
+ * And an update a relist delivers is never taken for an echo: it spans every change made while
+ * the watch was down, so it always wakes the key (controller.ts decides that, before asking here).
  *
  * resourceVersions are opaque to clients, but the API server's are etcd revisions: decimal integers
  * that grow. Where both are integers they are compared as numbers; otherwise only the same version
