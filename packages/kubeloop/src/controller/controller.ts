@@ -1,6 +1,5 @@
 import type { Informer, InformerView } from "../cache/index.js";
 import {
-  type KindKey,
   type KubeObject,
   keyOfRef,
   kindKeyOf,
