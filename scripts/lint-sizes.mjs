@@ -46,7 +46,6 @@ const DEFAULT_ROOTS = [
 // names must then pass). Paths are relative to the repository root; a trailing "/" covers a folder.
 const TEMPORARY_EXEMPTIONS = [
   "examples/sampledb/src/", // SampleDB's port to controller/dependents
-  "packages/kubeloop/src/controller/", // typed identity and write-awareness
   "packages/kubeloop/src/queue/", // typed identity; fair line
 ];
 

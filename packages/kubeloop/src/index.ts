@@ -27,12 +27,15 @@ export {
   Invalid,
   type KubeObject,
   NotFound,
+  type ObjectKey,
   type ObjectList,
   type ObjectOf,
   type ObjectRef,
   objectKey,
   type ResourceType,
+  refTo,
   resourceType,
+  type TypedObjectRef,
 } from "./client/index.js";
 export {
   after,

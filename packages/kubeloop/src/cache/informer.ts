@@ -1,5 +1,12 @@
 import type { Client } from "../client/index.js";
-import { Forbidden, type KubeObject, objectKey, type ResourceType } from "../client/index.js";
+import {
+  Forbidden,
+  type KubeObject,
+  keyOfRef,
+  type ObjectRef,
+  objectKey,
+  type ResourceType,
+} from "../client/index.js";
 import { WatchForbidden } from "./errors.js";
 import { type BackoffOptions, Reflector, type ReflectorState, type ReflectorStats } from "./reflector.js";
 import { type IndexFunc, NAMESPACE_INDEX, Store } from "./store.js";
@@ -203,8 +210,19 @@ export class Informer<T extends KubeObject> {
     return Math.round((bytes / sample.length) * size);
   }
 
-  get(name: string, namespace?: string): T | undefined {
-    return this.store.get(namespace ? `${namespace}/${name}` : name);
+  /**
+   * The cached object a reference names (its kind, if given, is the informer's), or `undefined`.
+   *
+   * @example
+   * ```ts
+   * const web = informer.get({ namespace: "default", name: "web" });
+   * ```
+   */
+  get(ref: ObjectRef): T | undefined;
+  /** @deprecated Pass a reference: `get({ namespace, name })`. */
+  get(name: string, namespace?: string): T | undefined;
+  get(ref: ObjectRef | string, namespace?: string): T | undefined {
+    return this.store.get(keyOfRef(typeof ref === "string" ? { namespace, name: ref } : ref));
   }
 
   /** Cached objects, optionally of one namespace and matching a label filter. */

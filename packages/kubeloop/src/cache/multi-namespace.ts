@@ -1,4 +1,4 @@
-import type { KubeObject, ResourceType } from "../client/index.js";
+import type { KubeObject, ObjectRef, ResourceType } from "../client/index.js";
 import type { Informer, InformerHandlers } from "./informer.js";
 
 /**
@@ -12,6 +12,9 @@ export interface InformerView<T extends KubeObject> {
   readonly isSynced: boolean;
   on(handlers: InformerHandlers<T>): () => void;
   onError(handler: (error: Error) => void): () => void;
+  /** The cached object a reference names, or `undefined`. */
+  get(ref: ObjectRef): T | undefined;
+  /** @deprecated Pass a reference: `get({ namespace, name })`. */
   get(name: string, namespace?: string): T | undefined;
   list(filter?: { namespace?: string; labels?: Record<string, string> }): T[];
 }
@@ -22,7 +25,7 @@ export interface InformerView<T extends KubeObject> {
  * install modes). Each informer lists and watches `/namespaces/<ns>/<resource>`, so a Role there
  * is all it needs; the view reads them as one cache:
  *
- * - `get(name, ns)` asks the informer of `ns` (an unwatched namespace has nothing: `undefined`);
+ * - `get({ namespace, name })` asks the informer of `ns` (an unwatched namespace has nothing: `undefined`);
  * - `list()` without a namespace is every namespace's objects, `list({ namespace })` one's;
  * - handlers hear every namespace's changes (each object lives in exactly one informer, so none is
  *   heard twice);
@@ -79,9 +82,13 @@ export class MultiNamespaceInformer<T extends KubeObject> implements InformerVie
     };
   }
 
-  get(name: string, namespace?: string): T | undefined {
-    if (namespace === undefined) return undefined; // every object here has a namespace
-    return this.byNamespace.get(namespace)?.get(name, namespace);
+  get(ref: ObjectRef): T | undefined;
+  /** @deprecated Pass a reference: `get({ namespace, name })`. */
+  get(name: string, namespace?: string): T | undefined;
+  get(ref: ObjectRef | string, namespace?: string): T | undefined {
+    const target = typeof ref === "string" ? { namespace, name: ref } : ref;
+    if (target.namespace === undefined) return undefined; // every object here has a namespace
+    return this.byNamespace.get(target.namespace)?.get(target);
   }
 
   list(filter: { namespace?: string; labels?: Record<string, string> } = {}): T[] {

@@ -1,3 +1,4 @@
+import { groupOf, versionOf } from "../client/internal.js";
 import type { apiextensions_v1 } from "../k8s/index.js";
 import { servingCertRoleName } from "./manifests.js";
 import { toYaml } from "./yaml.js";
@@ -122,8 +123,8 @@ function channelOf(version: string): string {
 }
 
 function kindFile(object: Obj): string {
-  const group = String(object.apiVersion).includes("/") ? String(object.apiVersion).split("/")[0] : "";
-  return `${group ? `${group}_` : ""}${String(object.apiVersion).split("/").pop()}_${String(object.kind).toLowerCase()}`;
+  const group = groupOf(String(object.apiVersion));
+  return `${group ? `${group}_` : ""}${versionOf(String(object.apiVersion))}_${String(object.kind).toLowerCase()}`;
 }
 
 /** The objects OLM installs beside the CSV: the metrics Service and the role to read metrics. */

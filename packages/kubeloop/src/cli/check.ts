@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "../client/index.js";
-import { Client, NotFound } from "../client/index.js";
+import { Client, kindKeyOf, NotFound } from "../client/index.js";
 import type { apiextensions_v1 } from "../k8s/index.js";
 import { ControlPlane, localWebhookServing, readManifests } from "../testing/index.js";
 import { sleep } from "../util/index.js";
@@ -348,7 +348,7 @@ async function managedTypes(client: Client, config: string): Promise<ManagedType
       for (const resource of rule.resources ?? []) {
         if (resource.includes("/") || NOT_MANAGED.has(resource) || resource === "*") continue;
         const found = await findResource(client, group, resource);
-        if (found) types.set(`${found.apiVersion}/${found.kind}`, found);
+        if (found) types.set(kindKeyOf(found), found);
       }
     }
   }

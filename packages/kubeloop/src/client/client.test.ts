@@ -23,6 +23,7 @@ import {
   UnknownKind,
   UnsupportedMediaType,
 } from "./errors.js";
+import { refTo, type TypedObjectRef } from "./object-ref.js";
 import { type KubeObject, resourceType } from "./types.js";
 
 const fixtures = join(import.meta.dirname, "../../test/fixtures");
@@ -60,6 +61,19 @@ describe("Client CRUD", () => {
     expect(updated.metadata?.resourceVersion).not.toBe(got.metadata?.resourceVersion);
     await client.delete(ConfigMap, "settings", { namespace: ns });
     expect(await rejection(client.get(ConfigMap, "settings", { namespace: ns }))).toBeInstanceOf(NotFound);
+  });
+
+  it("gets by a reference, the shape every read takes, and names the fix for a reference without its type", async () => {
+    const ns = await namespace();
+    await client.create(configMap(ns, "by-ref", { color: "green" }));
+    expect((await client.get(refTo(ConfigMap, "by-ref", ns))).data).toEqual({ color: "green" });
+    expect((await client.get({ type: ConfigMap, namespace: ns, name: "by-ref" })).data).toEqual({
+      color: "green",
+    });
+    const untyped = { namespace: ns, name: "by-ref" } as TypedObjectRef;
+    await expect(client.get(untyped)).rejects.toThrow(
+      /needs its type: get\(\{ type: ConfigMap, namespace, name \}\)/,
+    );
   });
 
   it("get, create and update give up when their signal aborts, and take a timeout of their own", async () => {

@@ -3,6 +3,7 @@ import type { ApiTransport } from "./api-transport.js";
 import { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
 import { Discovery, type ResourceInfo } from "./discovery.js";
 import { type ListHead, parseListStream } from "./list-stream.js";
+import type { TypedObjectRef } from "./object-ref.js";
 import { type HttpRequest, Transport, type TransportOptions } from "./transport.js";
 import type {
   KubeObject,
@@ -162,12 +163,46 @@ export class Client {
     return this.config.namespace;
   }
 
+  /**
+   * Reads one object from the API server: the reference names its kind, namespace and name (the
+   * same shape `ctx.cache.get` and `informer.get` take). `NotFound` if it does not exist.
+   *
+   * @example
+   * ```ts
+   * import { Client, refTo } from "kubeloop/client";
+   * import { ConfigMap } from "kubeloop/k8s";
+   *
+   * const client = await Client.connect();
+   * const settings = await client.get(refTo(ConfigMap, "settings", "default"));
+   * const same = await client.get({ type: ConfigMap, namespace: "default", name: "settings" });
+   * ```
+   */
+  async get<T extends KubeObject>(ref: TypedObjectRef<T>, options?: RequestOptions): Promise<T>;
+  /** @deprecated Pass a reference: `get(refTo(type, name, namespace))` or `get({ type, namespace, name })`. */
   async get<T extends KubeObject>(
     type: ResourceType<T>,
     name: string,
-    options: NamespaceOption & RequestOptions = {},
+    options?: NamespaceOption & RequestOptions,
+  ): Promise<T>;
+  async get<T extends KubeObject>(
+    target: TypedObjectRef<T> | ResourceType<T>,
+    nameOrOptions?: string | RequestOptions,
+    positional: NamespaceOption & RequestOptions = {},
   ): Promise<T> {
-    const path = await this.objectPath(type, name, options.namespace);
+    const { type, name, namespace, options } =
+      typeof nameOrOptions === "string"
+        ? {
+            type: target as ResourceType<T>,
+            name: nameOrOptions,
+            namespace: positional.namespace,
+            options: positional,
+          }
+        : { ...(target as TypedObjectRef<T>), options: nameOrOptions ?? {} };
+    if (!type?.apiVersion)
+      throw new TypeError(
+        `client.get: the reference to "${name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
+      );
+    const path = await this.objectPath(type, name, namespace);
     return (await this.transport.request({ method: "GET", path, ...callOf(options) })).body as T;
   }
 

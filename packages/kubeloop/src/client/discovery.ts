@@ -1,5 +1,6 @@
 import type { ApiTransport } from "./api-transport.js";
 import { UnknownKind } from "./errors.js";
+import { groupOf, kindKeyOf, versionOf } from "./object-ref.js";
 
 /**
  * Discovery and REST mapping: which resource (plural), scope and subresources a kind has. Read in
@@ -92,7 +93,7 @@ export class Discovery {
 
   /** The resource for `apiVersion` + `kind`; refreshes once on a miss, then throws {@link UnknownKind}. */
   async resolve(apiVersion: string, kind: string): Promise<ResourceInfo> {
-    const key = `${apiVersion}/${kind}`;
+    const key = kindKeyOf({ apiVersion, kind });
     let refreshed = false;
     if (!this.loaded) {
       await this.refresh();
@@ -146,10 +147,10 @@ export class Discovery {
     for (const body of [core.body, groups.body]) {
       if ((body as DiscoveryList).kind === AGGREGATED_KIND) {
         for (const info of fromAggregated(body as DiscoveryList))
-          next.set(`${apiVersionOf(info)}/${info.kind}`, info);
+          next.set(kindKeyOf({ apiVersion: apiVersionOf(info), kind: info.kind }), info);
       } else {
         for (const info of await this.loadLegacy(body as LegacyVersions & LegacyGroupList, failed))
-          next.set(`${apiVersionOf(info)}/${info.kind}`, info);
+          next.set(kindKeyOf({ apiVersion: apiVersionOf(info), kind: info.kind }), info);
       }
     }
     this.byKind = next;
@@ -218,9 +219,8 @@ export function fromAggregated(list: DiscoveryList): ResourceInfo[] {
 /** The resources of one legacy APIResourceList; `deployments/status` entries become subresources. */
 export function fromLegacy(list: LegacyResourceList): ResourceInfo[] {
   const groupVersion = list.groupVersion ?? "";
-  const slash = groupVersion.indexOf("/");
-  const group = slash < 0 ? "" : groupVersion.slice(0, slash);
-  const version = slash < 0 ? groupVersion : groupVersion.slice(slash + 1);
+  const group = groupOf(groupVersion);
+  const version = versionOf(groupVersion);
   const subresources = new Map<string, string[]>();
   for (const entry of list.resources ?? []) {
     const [resource, subresource] = entry.name.split("/");

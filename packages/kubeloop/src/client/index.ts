@@ -56,6 +56,18 @@ export {
   UnsupportedMediaType,
 } from "./errors.js";
 export {
+  type KindKey,
+  keyOfRef,
+  kindKeyOf,
+  type ObjectKey,
+  type ObjectRef,
+  objectKey,
+  refOf,
+  refOfKey,
+  refTo,
+  type TypedObjectRef,
+} from "./object-ref.js";
+export {
   type HttpRequest,
   type HttpResponse,
   type StreamRequest,
@@ -65,18 +77,12 @@ export {
 } from "./transport.js";
 export {
   type KubeObject,
-  keyOfRef,
   type ListMeta,
-  type ObjectKey,
   type ObjectList,
   type ObjectMeta,
   type ObjectOf,
-  type ObjectRef,
-  objectKey,
   type PartialObjectMetadata,
   type ResourceType,
-  refOf,
-  refOfKey,
   resourceType,
   type WatchEvent,
 } from "./types.js";

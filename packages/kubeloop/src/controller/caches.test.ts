@@ -3,10 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { namespaces, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
+import type { TypedObjectRef } from "../client/index.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import type { Secret as SecretObject } from "../k8s/types/core/v1.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { type ControllerBuilder, controller } from "./builder.js";
+import { ControllerCaches } from "./caches.js";
 import type { CacheReader } from "./context.js";
 import { done } from "./result.js";
 
@@ -108,5 +110,24 @@ describe("A controller caching one kind twice", () => {
     );
     // "plain" is in neither cache: not seen, rather than read from a cache that does not hold it.
     expect(reads).toEqual({ plain: false, web: true, listed: ["db", "web"] });
+  });
+});
+
+// ctx.cache's reads before any informer is asked: the mistakes a reconciler can make.
+
+describe("ctx.cache.get", () => {
+  const caches = new ControllerCaches("readers", {} as InformerRegistry, undefined);
+
+  it("names the fix for a reference without its type", () => {
+    const untyped = { namespace: "default", name: "settings" } as TypedObjectRef;
+    expect(() => caches.reader.get(untyped)).toThrow(
+      /ctx.cache.get: the reference to "settings" needs its type: get\(\{ type: ConfigMap, namespace, name \}\)/,
+    );
+  });
+
+  it("names the fix for a kind the controller does not cache", () => {
+    expect(() => caches.reader.get({ type: ConfigMap, namespace: "default", name: "settings" })).toThrow(
+      /ConfigMap is not cached by controller "readers": add .owns\(ConfigMap\) or .watches\(ConfigMap, …\)/,
+    );
   });
 });

@@ -1,12 +1,21 @@
 import type { Informer, InformerRegistry, InformerScope, InformerView } from "../cache/index.js";
-import { type KubeObject, objectKey, type ResourceType, refOfKey } from "../client/index.js";
+import {
+  type KubeObject,
+  kindKeyOf,
+  type ObjectRef,
+  objectKey,
+  type ResourceType,
+  refOfKey,
+  refTo,
+  type TypedObjectRef,
+} from "../client/index.js";
 import type { CacheReader } from "./context.js";
-import { type CacheLookup, typeKeyOf } from "./expectations.js";
+import type { CacheLookup } from "./write-awareness.js";
 
 /**
  * A controller's caches: one informer view per type and scope (label selector, metadata only),
- * taken from the shared registry, and the reads a reconcile makes of them (`ctx.cache`, and the
- * expectations' lookups).
+ * taken from the shared registry, and the reads a reconcile makes of them (`ctx.cache`, and
+ * write-awareness's lookups).
  *
  * One kind may be cached more than once: `.owns(Pod, { labelSelector })` beside `.watches(Pod)`
  * are two informers. A read then asks them in order of what they hold, most first: no selector
@@ -65,7 +74,7 @@ export class ControllerCaches {
       view = shared.informer;
     }
     this.views.set(key, view);
-    const typeKey = typeKeyOf(type.apiVersion, type.kind);
+    const typeKey = kindKeyOf(type);
     const scoped = [...(this.byType.get(typeKey) ?? []), { view, rank: rank(scope) }];
     this.byType.set(
       typeKey,
@@ -74,16 +83,28 @@ export class ControllerCaches {
     return view;
   }
 
-  readonly lookup: CacheLookup = (typeKey, key) => {
-    const scoped = this.byType.get(typeKey);
+  readonly lookup: CacheLookup = (kind, key) => {
+    const scoped = this.byType.get(kind);
     if (!scoped) return "unwatched";
-    const { namespace, name } = refOfKey(key);
-    return firstGet(scoped, name, namespace);
+    return firstGet(scoped, refOfKey(key));
   };
 
   readonly reader: CacheReader = {
-    get: <U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string) =>
-      firstGet(this.watched(type, namespace), name, namespace) as U | undefined,
+    get: <U extends KubeObject>(
+      target: TypedObjectRef<U> | ResourceType<U>,
+      name?: string,
+      namespace?: string,
+    ): U | undefined => {
+      const ref =
+        name === undefined
+          ? (target as TypedObjectRef<U>)
+          : refTo(target as ResourceType<U>, name, namespace);
+      if (!ref.type?.apiVersion)
+        throw new TypeError(
+          `ctx.cache.get: the reference to "${ref.name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
+        );
+      return firstGet(this.watched(ref.type, ref.namespace), ref) as U | undefined;
+    },
     list: <U extends KubeObject>(
       type: ResourceType<U>,
       filter?: { namespace?: string; labels?: Record<string, string> },
@@ -95,7 +116,7 @@ export class ControllerCaches {
    * is an error, not an empty answer: nothing there is cached, and a silent "none" would be acted on.
    */
   private watched(type: ResourceType, namespace: string | undefined): readonly Scoped[] {
-    const scoped = this.byType.get(typeKeyOf(type.apiVersion, type.kind));
+    const scoped = this.byType.get(kindKeyOf(type));
     if (!scoped) {
       throw new Error(
         `${type.kind} is not cached by controller "${this.controller}": add .owns(${type.kind}) or .watches(${type.kind}, …) ` +
@@ -129,13 +150,9 @@ function rank(scope: Omit<InformerScope, "namespace">): number {
 }
 
 /** The object from the first view (most complete first) that holds it. */
-function firstGet(
-  scoped: readonly Scoped[],
-  name: string,
-  namespace: string | undefined,
-): KubeObject | undefined {
+function firstGet(scoped: readonly Scoped[], ref: ObjectRef): KubeObject | undefined {
   for (const { view } of scoped) {
-    const found = view.get(name, namespace);
+    const found = view.get(ref);
     if (found) return found;
   }
   return undefined;

@@ -1,9 +1,16 @@
 import type { Logger } from "pino";
 import type { ApplyOptions, Client, Written } from "../client/index.js";
-import { type KubeObject, objectKey, type ResourceType } from "../client/index.js";
+import {
+  type KubeObject,
+  kindKeyOf,
+  type ObjectKey,
+  objectKey,
+  type ResourceType,
+  type TypedObjectRef,
+} from "../client/index.js";
 import { type Condition, redactSecrets, setCondition, setControllerReference } from "../resources/index.js";
-import { type Expectations, typeKeyOf } from "./expectations.js";
-import { WriteTracker } from "./tracking-client.js";
+import { WriteTracker, writtenOf } from "./tracking-client.js";
+import type { WriteAwareness } from "./write-awareness.js";
 
 export type { Condition } from "../resources/index.js";
 
@@ -15,7 +22,26 @@ export type { Condition } from "../resources/index.js";
  */
 
 export interface CacheReader {
-  /** A cached object of a watched or owned type; `undefined` if it does not exist. */
+  /**
+   * A cached object of a watched or owned type, named by a reference (the shape `client.get` takes);
+   * `undefined` if it does not exist.
+   *
+   * @example
+   * ```ts
+   * import { controller, done } from "kubeloop";
+   * import { ConfigMap, Deployment } from "kubeloop/k8s";
+   *
+   * controller(Deployment)
+   *   .owns(ConfigMap)
+   *   .reconcile(async (deployment, ctx) => {
+   *     const settings = ctx.cache.get({ type: ConfigMap, namespace: ctx.namespace, name: `${ctx.name}-settings` });
+   *     ctx.log.info({ found: settings !== undefined }, "settings");
+   *     return done();
+   *   });
+   * ```
+   */
+  get<U extends KubeObject>(ref: TypedObjectRef<U>): U | undefined;
+  /** @deprecated Pass a reference: `get({ type, namespace, name })` or `get(refTo(type, name, namespace))`. */
   get<U extends KubeObject>(type: ResourceType<U>, name: string, namespace?: string): U | undefined;
   /** Cached objects of a watched or owned type, optionally in one namespace and with these labels. */
   list<U extends KubeObject>(
@@ -47,7 +73,7 @@ export interface StatusOptions {
  */
 export interface ReconcileContext<T extends KubeObject> {
   /** `namespace/name` (or `name` for cluster-scoped objects). */
-  readonly key: string;
+  readonly key: ObjectKey;
   readonly namespace: string | undefined;
   readonly name: string;
   /** Unique per reconcile; in every log line of it. */
@@ -100,7 +126,7 @@ export interface ContextDeps<T extends KubeObject> {
   cache: CacheReader;
   log: Logger;
   signal: AbortSignal;
-  expectations: Expectations;
+  writes: WriteAwareness;
   events: EventSink | undefined;
   /** Wall-clock time; default the system's. */
   now?: () => Date;
@@ -109,11 +135,7 @@ export interface ContextDeps<T extends KubeObject> {
 export function createContext<T extends KubeObject>(deps: ContextDeps<T>): ReconcileContext<T> {
   const { object, client, controller } = deps;
   const key = objectKey(object);
-  const tracker = new WriteTracker(
-    deps.expectations,
-    key,
-    typeKeyOf(deps.primaryType.apiVersion, deps.primaryType.kind),
-  );
+  const tracker = new WriteTracker(deps.writes, key);
   const namespace = object.metadata?.namespace;
   const name = object.metadata?.name ?? "";
   return {
@@ -131,11 +153,6 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
       const { owned = true, ...applyOptions } = options;
       const desired =
         owned && child !== (object as KubeObject) ? withOwner(child, object, deps.primaryType) : child;
-      const target = {
-        apiVersion: desired.apiVersion ?? "",
-        kind: desired.kind ?? "",
-        key: objectKey(desired),
-      };
       // A controller owns its children's fields outright: force takes them back from a human's edit.
       const apply = () =>
         client.apply(desired, {
@@ -144,7 +161,7 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
           signal: deps.signal,
           ...applyOptions,
         });
-      return tracker.write(target, apply, true);
+      return tracker.write(writtenOf(desired), apply);
     },
     async status(status, options = {}) {
       const current = (object as { status?: { conditions?: Condition[] } }).status;
@@ -186,8 +203,8 @@ export function createContext<T extends KubeObject>(deps: ContextDeps<T>): Recon
 }
 
 /**
- * Merge-patches the primary's status subresource as a quiet write of its own reconcile: its watch
- * event does not wake the key, and the next reconcile reads it.
+ * Merge-patches the primary's status subresource as a write of its own reconcile
+ * (write-awareness.ts): its echo does not wake the key, and the next reconcile reads it.
  */
 export function patchPrimaryStatus<T extends KubeObject>(
   client: Client,
@@ -199,7 +216,7 @@ export function patchPrimaryStatus<T extends KubeObject>(
 ): Promise<T> {
   const namespace = object.metadata?.namespace;
   const name = object.metadata?.name ?? "";
-  const target = { apiVersion: type.apiVersion, kind: type.kind, key: objectKey(object) };
+  const target = { kind: kindKeyOf(type), key: objectKey(object) };
   const patch = () =>
     client.patch(
       type,
@@ -207,7 +224,7 @@ export function patchPrimaryStatus<T extends KubeObject>(
       { status },
       { ...(namespace ? { namespace } : {}), subresource: "status", ...(signal ? { signal } : {}) },
     );
-  return tracker.write(target, patch, true);
+  return tracker.write(target, patch);
 }
 
 /**

@@ -1,9 +1,17 @@
 import type { Informer, InformerView } from "../cache/index.js";
-import { type KubeObject, keyOfRef, type ObjectRef, objectKey, refOf, refOfKey } from "../client/index.js";
+import {
+  type KubeObject,
+  keyOfRef,
+  kindKeyOf,
+  type ObjectKey,
+  type ObjectRef,
+  objectKey,
+  refOf,
+  refOfKey,
+} from "../client/index.js";
+import { groupOf } from "../client/internal.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
-import { groupOf } from "../resources/internal.js";
 import { ControllerCaches } from "./caches.js";
-import { Expectations, typeKeyOf } from "./expectations.js";
 import { queueFairness } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
 import { ObjectTasks } from "./object-tasks.js";
@@ -17,6 +25,7 @@ import type {
   Source,
 } from "./spec.js";
 import { WorkerPool } from "./workers.js";
+import { WriteAwareness } from "./write-awareness.js";
 
 export type { ReconcileOutcome } from "./runner.js";
 export type {
@@ -43,7 +52,7 @@ export const DEFAULT_CONCURRENCY = 8;
 /** What a prepared controller runs with. */
 interface Prepared<T extends KubeObject> {
   env: ControllerEnvironment;
-  queue: WorkQueue<string>;
+  queue: WorkQueue<ObjectKey>;
   caches: ControllerCaches;
   runner: ReconcileRunner<T>;
   pool: WorkerPool;
@@ -61,7 +70,9 @@ interface Prepared<T extends KubeObject> {
  * - a key is never reconciled by two workers at once, and changes during a reconcile cause exactly
  *   one more (the queue's dirty/processing rules);
  * - the reconciler always sees the cache's latest object, and never one older than its own last
- *   write (expectations.ts);
+ *   write, with the exceptions write-awareness.ts states (an expectation expires after 10 s; a
+ *   write of a kind this controller does not cache counts as met);
+ * - the watch event of its own write (any path) does not wake it again; anyone else's change does;
  * - a thrown error is caught, logged and retried with per-key backoff; it never kills the process
  *   or another reconcile;
  * - keys from the initial list go behind fresh changes (low priority), so a restart does not starve them.
@@ -69,7 +80,7 @@ interface Prepared<T extends KubeObject> {
 export class Controller<T extends KubeObject> {
   readonly name: string;
   readonly spec: ControllerSpec<T>;
-  private readonly expectations = new Expectations();
+  private readonly writes = new WriteAwareness();
   private readonly abort = new AbortController();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly primaryGroup: string;
@@ -115,7 +126,7 @@ export class Controller<T extends KubeObject> {
   prepare(env: ControllerEnvironment): void {
     const { spec } = this;
     const queueMetrics = env.metrics?.queue;
-    const queue = new WorkQueue<string>({
+    const queue = new WorkQueue<ObjectKey>({
       metrics: {
         ...queueMetrics,
         queueDuration: (seconds) => {
@@ -132,10 +143,7 @@ export class Controller<T extends KubeObject> {
     const caches = new ControllerCaches(this.name, env.registry, namespaces?.length ? namespaces : undefined);
     const selector = env.shard?.labelSelector;
     const primary = caches.informerFor(spec.primary, selector ? { labelSelector: selector } : {});
-    const cached = (key: string) => {
-      const { namespace, name } = refOfKey(key);
-      return primary.get(name, namespace) as T | undefined;
-    };
+    const cached = (key: ObjectKey) => primary.get(refOfKey(key)) as T | undefined;
     const shard = env.shard?.bind(this.sharded(env, queue, cached, () => pool));
     const clock = spec.clock;
     const runner = new ReconcileRunner<T>({
@@ -146,7 +154,7 @@ export class Controller<T extends KubeObject> {
       cached,
       cache: caches.reader,
       lookup: caches.lookup,
-      expectations: this.expectations,
+      writes: this.writes,
       client: env.client,
       logger: env.logger,
       events: env.events,
@@ -261,8 +269,8 @@ export class Controller<T extends KubeObject> {
   /** What the shard gate sees of this controller. */
   private sharded(
     env: ControllerEnvironment,
-    queue: WorkQueue<string>,
-    cached: (key: string) => T | undefined,
+    queue: WorkQueue<ObjectKey>,
+    cached: (key: ObjectKey) => T | undefined,
     pool: () => WorkerPool,
   ): ShardedController {
     return {
@@ -290,7 +298,7 @@ export class Controller<T extends KubeObject> {
       .map((ref) => ({ namespace: object.metadata?.namespace, name: ref.name }));
   }
 
-  private async pump(source: Source, queue: WorkQueue<string>): Promise<void> {
+  private async pump(source: Source, queue: WorkQueue<ObjectKey>): Promise<void> {
     try {
       for await (const request of source(this.abort.signal)) queue.add(keyOfRef(request));
     } catch (error) {
@@ -317,11 +325,14 @@ export class Controller<T extends KubeObject> {
       for (const key of keys) queue.add(key, initial ? LOW_PRIORITY : 0);
     };
     // The informer's type, not the object's: listed built-ins lack apiVersion and kind, and
-    // metadata-only objects are PartialObjectMetadata, while expectations name the written type.
-    const typeKey = typeKeyOf(informer.type.apiVersion, informer.type.kind);
+    // metadata-only objects are PartialObjectMetadata, while writes name the written type.
+    const kind = kindKeyOf(informer.type);
     this.unsubscribe.push(
       informer.on({
-        added: (object, { initial }) => enqueue({ type: "added", object }, initial),
+        added: (object, { initial }) => {
+          this.writes.added(kind, object);
+          enqueue({ type: "added", object }, initial);
+        },
         updated: (old, object, { initial }) => {
           const wake = () => enqueue({ type: "updated", object, old }, initial);
           // A relist's update spans every change made while the watch was down, so reaching the
@@ -334,16 +345,13 @@ export class Controller<T extends KubeObject> {
             wake();
             return;
           }
-          if (this.isEchoOfOwnWrite(typeKey, old, object, primary)) return;
-          // Our apply of this object is still waiting for its response: this may be its echo.
-          const version = object.metadata?.resourceVersion;
-          if (this.expectations.holdIfWriting(typeKey, objectKey(object), version, wake)) return;
-          wake();
+          // Our echo (the version a write of ours returned) is dropped; anything else wakes.
+          this.writes.updated(kind, object, wake);
         },
         deleted: (object, { tombstone }) => {
           const deleted = () => {
             if (primary) runner.deleted(objectKey(object), object as T);
-            this.expectations.observeDeleted(typeKey, objectKey(object));
+            this.writes.deleted(kind, object);
             enqueue({ type: "deleted", object }, false);
           };
           // Sharded, the gate tells a deletion from an object that moved to another shard.
@@ -352,17 +360,6 @@ export class Controller<T extends KubeObject> {
         },
       }),
     );
-  }
-
-  /**
-   * The watch event of a write this controller made is not news: reacting to it would loop on
-   * status writes and cut retry backoff short. It is ours if it has the resourceVersion we wrote,
-   * or if it changes only the primary's status while we are writing that status.
-   */
-  private isEchoOfOwnWrite(typeKey: string, old: KubeObject, object: KubeObject, primary: boolean): boolean {
-    const key = objectKey(object);
-    if (this.expectations.isOwnWrite(typeKey, key, object.metadata?.resourceVersion)) return true;
-    return primary && this.expectations.isWriting(key) && statusOnlyChange(old, object);
   }
 
   private require(): Prepared<T> {
@@ -383,10 +380,10 @@ function withFairness(options: ControllerSpec<KubeObject>["fairness"]) {
  */
 function capped<T extends KubeObject>(
   spec: ControllerSpec<T>,
-  queue: WorkQueue<string>,
+  queue: WorkQueue<ObjectKey>,
   env: ControllerEnvironment,
-  process: (key: string) => Promise<unknown>,
-): (key: string) => Promise<unknown> {
+  process: (key: ObjectKey) => Promise<unknown>,
+): (key: ObjectKey) => Promise<unknown> {
   if (!spec.objectRateCap) return process;
   const limiter = new ObjectRateLimiter(spec.objectRateCap, spec.clock ?? { now: () => performance.now() });
   return (key) => {
@@ -396,18 +393,6 @@ function capped<T extends KubeObject>(
     env.metrics?.deferred?.();
     return Promise.resolve(undefined);
   };
-}
-
-/** Only `status` (and bookkeeping) differs: no spec, label, annotation, owner or finalizer change. */
-function statusOnlyChange(old: KubeObject, object: KubeObject): boolean {
-  const a = old.metadata ?? {};
-  const b = object.metadata ?? {};
-  return (
-    a.generation === b.generation &&
-    a.deletionTimestamp === b.deletionTimestamp &&
-    JSON.stringify([a.labels, a.annotations, a.finalizers, a.ownerReferences]) ===
-      JSON.stringify([b.labels, b.annotations, b.finalizers, b.ownerReferences])
-  );
 }
 
 /** What a map function returns: none, one or several objects to reconcile. */

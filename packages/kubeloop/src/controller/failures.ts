@@ -3,13 +3,13 @@ import { type Client, type KubeObject, objectKey, type ResourceType } from "../c
 import { type Condition, redactSecrets, setCondition } from "../resources/index.js";
 import type { EventSink } from "./context.js";
 import { patchPrimaryStatus } from "./context.js";
-import { type Expectations, typeKeyOf } from "./expectations.js";
 import { WriteTracker } from "./tracking-client.js";
+import type { WriteAwareness } from "./write-awareness.js";
 
 /**
  * A failed reconcile is shown where users look: a Warning event (repeats fold into one event's
- * series) and the Ready condition. Our own status write does not wake the key (see
- * expectations.isOwnWrite), so recording never cuts the backoff short.
+ * series) and the Ready condition. Our own status write does not wake the key (its echo is
+ * filtered, write-awareness.ts), so recording never cuts the backoff short.
  */
 export class FailureRecorder<T extends KubeObject> {
   private statusSubresource: Promise<boolean> | undefined;
@@ -17,7 +17,7 @@ export class FailureRecorder<T extends KubeObject> {
   constructor(
     private readonly client: Client,
     private readonly primary: ResourceType<T>,
-    private readonly expectations: Expectations,
+    private readonly writes: WriteAwareness,
     private readonly events: EventSink | undefined,
   ) {}
 
@@ -38,12 +38,7 @@ export class FailureRecorder<T extends KubeObject> {
       observedGeneration: object.metadata?.generation,
     });
     try {
-      const key = objectKey(object);
-      const tracker = new WriteTracker(
-        this.expectations,
-        key,
-        typeKeyOf(this.primary.apiVersion, this.primary.kind),
-      );
+      const tracker = new WriteTracker(this.writes, objectKey(object));
       await patchPrimaryStatus(this.client, tracker, this.primary, object, { conditions: next });
     } catch (statusError) {
       log.warn({ err: statusError }, "could not record the failure in the Ready condition");

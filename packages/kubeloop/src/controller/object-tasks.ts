@@ -173,7 +173,7 @@ export class ObjectTasks<T extends KubeObject> {
       namespace,
       logger,
       client: this.deps.client,
-      latest: () => this.deps.primary.get(name, namespace),
+      latest: () => this.deps.primary.get({ namespace, name }),
     };
     for (const spec of this.deps.specs) {
       const run = spec.kind === "timer" ? this.timer(spec, entry, ctx) : this.daemon(spec, ctx);

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { namespaces, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
-import { type KubeObject, type ObjectRef, resourceType } from "../client/types.js";
+import type { ObjectRef } from "../client/object-ref.js";
+import { type KubeObject, resourceType } from "../client/types.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { controller } from "./builder.js";
 import type { Controller } from "./controller.js";
@@ -42,6 +43,18 @@ afterAll(async () => {
 
 const namespace = namespaces(() => client, "relist-echo");
 
+/** A fresh namespace holding Counter `c` (spec.step 1). */
+async function counterIn(): Promise<string> {
+  const ns = await namespace();
+  await client.create({
+    apiVersion: Counter.apiVersion,
+    kind: Counter.kind,
+    metadata: { name: "c", namespace: ns },
+    spec: { step: 1 },
+  });
+  return ns;
+}
+
 /** A source whose keys the test pushes, to reconcile a key while the primary's cache is behind. */
 function pushSource(): {
   source: (signal: AbortSignal) => AsyncIterable<ObjectRef>;
@@ -66,13 +79,7 @@ function pushSource(): {
 
 describe("Controller after a relist", () => {
   it("reconciles a spec change that a relist delivers together with its own status write", async () => {
-    const ns = await namespace();
-    await client.create({
-      apiVersion: Counter.apiVersion,
-      kind: Counter.kind,
-      metadata: { name: "c", namespace: ns },
-      spec: { step: 1 },
-    });
+    const ns = await counterIn();
     const seen: number[] = [];
     let written = 0;
     const trigger = pushSource();
@@ -113,6 +120,58 @@ describe("Controller after a relist", () => {
       );
       expect(seen.at(-1)).toBe(2);
       expect((await server()).status?.count).toBe(2);
+    } finally {
+      await c.stop(1_000);
+    }
+  });
+});
+
+describe("Controller echo filtering", () => {
+  it("delivers someone else's status-only change of the primary made while its reconcile writes status", async () => {
+    const ns = await counterIn();
+    const seen: (number | undefined)[] = [];
+    let interposed = false;
+    let c: Controller<CounterObject> | undefined;
+    const cached = () => c?.allInformers[0]?.list().find((o) => o.metadata?.name === "c") as CounterObject;
+    // The reconcile's first status write: before it reaches the API server, someone else changes
+    // only the status, and the controller's cache hears of it while our write is under way.
+    const interposing = new Proxy(client, {
+      get(original, property) {
+        if (property !== "patch") return Reflect.get(original, property, original);
+        return async (...args: Parameters<Client["patch"]>) => {
+          if (!interposed && args[3]?.subresource === "status") {
+            interposed = true;
+            await client.patch(
+              Counter,
+              "c",
+              { status: { count: 42 } },
+              { namespace: ns, subresource: "status" },
+            );
+            await until(
+              () => cached()?.status?.count === 42,
+              10_000,
+              "the other writer's change in the cache",
+            );
+          }
+          return original.patch(...args);
+        };
+      },
+    });
+    c = controller(Counter)
+      .named("status-echo")
+      .inNamespace(ns)
+      .reconcile(async (counter, ctx) => {
+        seen.push(counter.status?.count);
+        await ctx.status({});
+        return done();
+      });
+    c.prepare({ client: interposing, registry, logger });
+    try {
+      await Promise.all(c.allInformers.map((i) => i.synced));
+      c.start();
+      // Its status-only change is not our echo: it wakes the key, and a reconcile sees it.
+      await until(() => seen.includes(42), 10_000, "a reconcile that sees the other writer's status");
+      expect(seen[0]).toBeUndefined();
     } finally {
       await c.stop(1_000);
     }

@@ -1,15 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { type Client, type KubeObject, type ResourceType, refOfKey } from "../client/index.js";
+import {
+  type Client,
+  type KubeObject,
+  type ObjectKey,
+  type ResourceType,
+  refOfKey,
+} from "../client/index.js";
 import type { Clock, WorkQueue } from "../queue/index.js";
 import { systemClock } from "../queue/index.js";
 import { redactError } from "../resources/index.js";
 import { type CacheReader, createContext, type EventSink } from "./context.js";
-import type { CacheLookup, Expectations } from "./expectations.js";
 import { FailureRecorder, isProgrammingError } from "./failures.js";
 import { RetryableError, TerminalError } from "./result.js";
 import type { ControllerMetricsSink, ControllerShard, ReconcileOutcomeResult, Reconciler } from "./spec.js";
 import { endSpan, inReconcileSpan } from "./tracing.js";
+import type { CacheLookup, WriteAwareness } from "./write-awareness.js";
 
 /**
  * The reconcile runner: `process(key)` takes one key from the queue to an outcome. It reads the
@@ -22,7 +28,7 @@ import { endSpan, inReconcileSpan } from "./tracing.js";
 /** How one key's turn ended. */
 export interface ReconcileOutcome {
   /** `namespace/name` (or `name` for a cluster-scoped object). */
-  key: string;
+  key: ObjectKey;
   result: ReconcileOutcomeResult;
   /** `requeue_after`: the delay before the next reconcile. */
   afterMs?: number;
@@ -43,12 +49,12 @@ export interface RunnerDeps<T extends KubeObject> {
   controller: string;
   primary: ResourceType<T>;
   reconcile: Reconciler<T>;
-  queue: WorkQueue<string>;
+  queue: WorkQueue<ObjectKey>;
   /** The cached primary object of a key. */
-  cached(key: string): T | undefined;
+  cached(key: ObjectKey): T | undefined;
   cache: CacheReader;
   lookup: CacheLookup;
-  expectations: Expectations;
+  writes: WriteAwareness;
   client: Client;
   logger: Logger;
   events: EventSink | undefined;
@@ -63,19 +69,19 @@ export interface RunnerDeps<T extends KubeObject> {
 
 export class ReconcileRunner<T extends KubeObject> {
   /** The last state of deleted primary objects, until their reconcile has seen them go. */
-  private readonly lastKnown = new Map<string, T>();
+  private readonly lastKnown = new Map<ObjectKey, T>();
   private readonly failures: FailureRecorder<T>;
 
   constructor(private readonly deps: RunnerDeps<T>) {
-    this.failures = new FailureRecorder(deps.client, deps.primary, deps.expectations, deps.events);
+    this.failures = new FailureRecorder(deps.client, deps.primary, deps.writes, deps.events);
   }
 
   /** Keeps a deleted object's last state: its key's next reconcile gets it with `ctx.deleted`. */
-  deleted(key: string, object: T): void {
+  deleted(key: ObjectKey, object: T): void {
     this.lastKnown.set(key, object);
   }
 
-  async process(key: string): Promise<ReconcileOutcome> {
+  async process(key: ObjectKey): Promise<ReconcileOutcome> {
     const { queue, shard } = this.deps;
     const cached = this.deps.cached(key);
     // Sharded: ownership is checked again before any reconcile (a requeue may outlive it).
@@ -83,7 +89,8 @@ export class ReconcileRunner<T extends KubeObject> {
     const object = cached ?? this.lastKnown.get(key);
     // Never seen (deleted before we started): nothing to reconcile; its children go with it (GC).
     if (!object) return this.skip(key);
-    if (!this.deps.expectations.satisfied(key, this.deps.lookup)) {
+    // Read your writes: not before the cache shows this key's last writes (write-awareness.ts).
+    if (!this.deps.writes.reads.caughtUp(key, this.deps.lookup)) {
       queue.addAfter(key, EXPECTATION_RETRY_MS);
       return { key, result: "skipped", seconds: 0 };
     }
@@ -117,14 +124,14 @@ export class ReconcileRunner<T extends KubeObject> {
     });
   }
 
-  private skip(key: string): ReconcileOutcome {
+  private skip(key: ObjectKey): ReconcileOutcome {
     this.deps.queue.forget(key);
     return { key, result: "skipped", seconds: 0 };
   }
 
   /** Calls the reconciler; its result or throw becomes the outcome. */
   private async reconcile(
-    key: string,
+    key: ObjectKey,
     object: T,
     deleted: boolean,
     reconcileId: string,
@@ -144,7 +151,7 @@ export class ReconcileRunner<T extends KubeObject> {
         cache: this.deps.cache,
         log,
         signal: deadline?.signal ?? this.deps.signal,
-        expectations: this.deps.expectations,
+        writes: this.deps.writes,
         events: this.deps.events,
         now: this.deps.now,
       });

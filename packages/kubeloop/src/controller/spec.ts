@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { InformerRegistry } from "../cache/index.js";
-import type { Client, KubeObject, ObjectRef, ResourceType } from "../client/index.js";
+import type { Client, KubeObject, ObjectKey, ObjectRef, ResourceType } from "../client/index.js";
 import type { Clock, QueueMetrics, WorkQueue } from "../queue/index.js";
 import type { AdaptiveConcurrency, ApiPressure } from "./adaptive-workers.js";
 import type { EventSink, ReconcileContext } from "./context.js";
@@ -109,13 +109,13 @@ export interface ShardedController {
   /** Aborted when the controller stops. */
   readonly signal: AbortSignal;
   /** The cached primary object of `key`. */
-  cached(key: string): KubeObject | undefined;
+  cached(key: ObjectKey): KubeObject | undefined;
   /** Resolves once no reconcile of `key` is under way. */
-  idle(key: string): Promise<void>;
+  idle(key: ObjectKey): Promise<void>;
   /** Queues `key` again. */
-  requeue(key: string): void;
+  requeue(key: ObjectKey): void;
   /** Drops `key`'s retries and delays. */
-  forget(key: string): void;
+  forget(key: ObjectKey): void;
 }
 
 /** One controller's side of the shard gate. */
@@ -123,7 +123,7 @@ export interface ControllerShard {
   /** Whether a change of a primary object may wake its key (not while it is handed over, nor another's). */
   admit(change: Change): boolean;
   /** Whether `key` may be reconciled now: asked before every reconcile (a requeue may outlive ownership). */
-  mayReconcile(key: string, cached: KubeObject | undefined): boolean;
+  mayReconcile(key: ObjectKey, cached: KubeObject | undefined): boolean;
   /** A primary object's delete event: calls `deleted` when it is gone, not when it moved to another shard. */
   deleted(object: KubeObject, tombstone: boolean, deleted: () => void): void;
 }
@@ -146,5 +146,5 @@ export interface ControllerMetricsSink {
   maxConcurrent(value: number): void;
   /** A reconcile was deferred by the per-object cap (`kubeloop_reconcile_deferred_total`). */
   deferred?(): void;
-  registerQueue?(queue: WorkQueue<string>): void;
+  registerQueue?(queue: WorkQueue<ObjectKey>): void;
 }

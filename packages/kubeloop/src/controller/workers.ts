@@ -1,13 +1,14 @@
 import type { Logger } from "pino";
+import type { ObjectKey } from "../client/index.js";
 import type { WorkQueue } from "../queue/index.js";
 import { type AdaptiveConcurrency, type ApiPressure, adaptiveDefaults, decide } from "./adaptive-workers.js";
 import type { ControllerMetricsSink } from "./spec.js";
 
 export interface WorkerPoolDeps {
   controller: string;
-  queue: WorkQueue<string>;
+  queue: WorkQueue<ObjectKey>;
   /** One key's reconcile (the runner's `process`). */
-  process(key: string): Promise<unknown>;
+  process(key: ObjectKey): Promise<unknown>;
   logger: Logger;
   metrics: ControllerMetricsSink | undefined;
   apiPressure: ApiPressure | undefined;
@@ -51,7 +52,7 @@ export class WorkerPool {
   }
 
   /** Resolves once no reconcile of `key` is under way. */
-  async idle(key: string): Promise<void> {
+  async idle(key: ObjectKey): Promise<void> {
     while (this.inFlight.has(key)) await this.inFlight.get(key);
   }
 

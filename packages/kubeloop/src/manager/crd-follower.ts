@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { Informer } from "../cache/index.js";
 import type { KubeObject, ResourceType } from "../client/index.js";
+import { groupOf } from "../client/internal.js";
 import { Controller } from "../controller/index.js";
 import { CustomResourceDefinition } from "../k8s/index.js";
 import { sleep } from "../util/index.js";
@@ -156,7 +157,7 @@ export class CrdFollower implements Runnable {
   }
 
   private terminating(type: ResourceType): boolean {
-    const group = type.apiVersion.includes("/") ? type.apiVersion.split("/")[0] : "";
+    const group = groupOf(type.apiVersion);
     return (this.informer?.list() ?? []).some((crd) => {
       const spec = (crd as { spec?: { group?: string; names?: { kind?: string } } }).spec;
       return (

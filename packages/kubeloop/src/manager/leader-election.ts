@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import type { Client, RequestOptions } from "../client/index.js";
-import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
+import { AlreadyExists, Conflict, keyOfRef, NotFound } from "../client/index.js";
 import { Lease as Leases } from "../k8s/index.js";
 import { microTime } from "../resources/internal.js";
 import { sleep } from "../util/index.js";
@@ -550,7 +550,7 @@ export class LeaderElector {
   }
 
   private describe(): string {
-    return `${this.namespace}/${this.id}`;
+    return keyOfRef({ namespace: this.namespace, name: this.id });
   }
 }
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { type Logger, pino } from "pino";
 import { InformerRegistry } from "../cache/index.js";
 import type { KubeObject } from "../client/index.js";
-import { Client, loadConfig } from "../client/index.js";
+import { Client, keyOfRef, loadConfig } from "../client/index.js";
 import type { Controller } from "../controller/index.js";
 import { ApiPressure, checkNamespaces } from "../controller/internal.js";
 import type { EventRecorder } from "../resources/index.js";
@@ -396,7 +396,7 @@ export class Manager {
       ...(election.retryPeriodMs ? { retryPeriodMs: election.retryPeriodMs } : {}),
       ...(this.recording ? { metrics: this.recording.leaderElection(election.id) } : {}),
       onStartedLeading: () => {
-        const lease = `${namespace}/${election.id}`;
+        const lease = keyOfRef({ namespace, name: election.id });
         this.logger.info({ lease, identity: this.elector?.identity }, "became leader");
         void this.lead();
       },
@@ -407,7 +407,7 @@ export class Manager {
       onError: (error) => this.logger.warn({ err: error }, "leader election"),
     });
     this.logger.info(
-      { lease: `${namespace}/${election.id}`, identity: this.elector.identity },
+      { lease: keyOfRef({ namespace, name: election.id }), identity: this.elector.identity },
       "waiting for leadership",
     );
     void this.elector.run();

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Client } from "../client/index.js";
-import { AlreadyExists, Conflict, Forbidden, NotFound } from "../client/index.js";
+import { AlreadyExists, Conflict, Forbidden, keyOfRef, NotFound } from "../client/index.js";
 import {
   CustomResourceDefinition,
   type core_v1,
@@ -80,7 +80,7 @@ export async function ensureSelfIssuedCertificate(
           type: "kubernetes.io/tls",
           data: encode(made),
         });
-        logger.info({ secret: `${namespace}/${spec.secret}` }, `${purpose} certificate issued`);
+        logger.info({ secret: keyOfRef({ namespace, name: spec.secret }) }, `${purpose} certificate issued`);
         stored = made;
       } catch (error) {
         if (!(error instanceof AlreadyExists)) throw forbiddenHint(error, spec, namespace, purpose);
@@ -94,7 +94,7 @@ export async function ensureSelfIssuedCertificate(
     const renewed = issue(CertificateAuthority.fromPem(found.stored.ca, found.stored.caKey), dnsNames);
     try {
       await client.update({ ...found.secret, data: encode(renewed) });
-      logger.info({ secret: `${namespace}/${spec.secret}` }, `${purpose} certificate renewed`);
+      logger.info({ secret: keyOfRef({ namespace, name: spec.secret }) }, `${purpose} certificate renewed`);
       stored = renewed;
     } catch (error) {
       if (!(error instanceof Conflict)) throw forbiddenHint(error, spec, namespace, purpose);

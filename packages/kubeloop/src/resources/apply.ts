@@ -7,7 +7,7 @@ import type {
   WriteOptions,
   Written,
 } from "../client/index.js";
-import { AlreadyExists, Conflict, NotFound } from "../client/index.js";
+import { AlreadyExists, Conflict, NotFound, refOfKey } from "../client/index.js";
 import { setControllerReference } from "./owner-references.js";
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
 
@@ -143,6 +143,6 @@ async function mutated<T extends KubeObject>(
 
 function parseKey(key: string | { name: string; namespace?: string }): { name: string; namespace?: string } {
   if (typeof key !== "string") return key.namespace ? key : { name: key.name };
-  const slash = key.indexOf("/");
-  return slash === -1 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+  const { name, namespace } = refOfKey(key);
+  return namespace ? { name, namespace } : { name };
 }

@@ -3,7 +3,8 @@ import { hostname } from "node:os";
 import type { ObjectReference } from "kubernetes-types/core/v1.js";
 import type { Event as EventObject } from "kubernetes-types/events/v1.js";
 import type { Client, KubeObject } from "../client/index.js";
-import { NotFound } from "../client/index.js";
+import { keyOfRef, kindKeyOf, NotFound } from "../client/index.js";
+import { typedKeyOf } from "../client/internal.js";
 import { Event as EventResource } from "../k8s/index.js";
 import { type Clock, systemClock, TokenBucket } from "../util/index.js";
 import { InvalidEvent } from "./errors.js";
@@ -392,7 +393,13 @@ function reference(object: KubeObject, field: string): ObjectReference {
 
 /** The object, not its version: a uid when known, else its coordinates. */
 function identity(ref: ObjectReference): string {
-  return ref.uid ?? `${ref.apiVersion ?? ""}/${ref.kind}/${ref.namespace ?? ""}/${ref.name}`;
+  return (
+    ref.uid ??
+    typedKeyOf(
+      kindKeyOf({ apiVersion: ref.apiVersion ?? "", kind: ref.kind ?? "" }),
+      keyOfRef({ namespace: ref.namespace, name: ref.name ?? "" }),
+    )
+  );
 }
 
 function validate(input: EventInput): void {

@@ -1,23 +1,6 @@
 import type { KubeObject, ResourceType } from "../client/index.js";
 
-/**
- * `apps/v1` → `apps`; `v1` (the core group) → "".
- *
- * @internal for other kubeloop layers.
- */
-export function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf("/");
-  return slash === -1 ? "" : apiVersion.slice(0, slash);
-}
-
-/**
- * `apps/v1` → `v1`; `v1` → `v1`.
- *
- * @internal for other kubeloop layers.
- */
-export function versionOf(apiVersion: string): string {
-  return apiVersion.slice(apiVersion.indexOf("/") + 1);
-}
+export { groupOf, versionOf } from "../client/internal.js";
 
 /**
  * The type, name and namespace to write an object to. Objects in list responses of built-in kinds

@@ -13,7 +13,7 @@ type Job = batch.Job;
  * ```ts
  * import { jobStatus } from "kubeloop/resources";
  *
- * const backup = jobStatus(ctx.cache.get(Job, `${name}-backup`, namespace));
+ * const backup = jobStatus(ctx.cache.get({ type: Job, namespace, name: `${name}-backup` }));
  * if (backup.state === "Absent") await ctx.apply(backupJob(db));
  * if (backup.state === "Failed") ctx.event("Warning", "BackupFailed", backup.message);
  * ```

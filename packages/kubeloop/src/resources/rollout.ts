@@ -15,7 +15,7 @@ import type { Deployment } from "kubernetes-types/apps/v1.js";
  * ```ts
  * import { rolloutStatus } from "kubeloop/resources";
  *
- * const rollout = rolloutStatus(ctx.cache.get(Deployment, { namespace, name }));
+ * const rollout = rolloutStatus(ctx.cache.get({ type: Deployment, namespace, name }));
  * if (rollout.state === "Failed") {
  *   // apply the last template that was healthy, record it, warn
  * }

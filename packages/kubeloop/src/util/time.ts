@@ -59,7 +59,7 @@ export class PollTimeoutError extends Error {
  *
  * @example
  * ```ts
- * const pod = await pollUntil(() => cache.get("web-0", ns), { timeoutMs: 10_000, message: "pod web-0" });
+ * const pod = await pollUntil(() => cache.get({ namespace: ns, name: "web-0" }), { timeoutMs: 10_000, message: "pod web-0" });
  * ```
  */
 export async function pollUntil<T>(

@@ -1,4 +1,11 @@
-import { Conflict, type KubeObject, NotFound, objectKey, type ResourceType } from "../../client/index.js";
+import {
+  Conflict,
+  type KubeObject,
+  NotFound,
+  type ObjectKey,
+  objectKey,
+  type ResourceType,
+} from "../../client/index.js";
 import type { Change } from "../../controller/index.js";
 import type { ControllerShard, ShardedController } from "../../controller/internal.js";
 import { sleep } from "../../util/index.js";
@@ -20,7 +27,7 @@ export interface ShardOwnership {
  */
 export class Handover implements ControllerShard {
   /** Keys this replica is letting go (`waiting` for their reconcile) or has let go (`released`). */
-  private readonly handingOver = new Map<string, "waiting" | "released">();
+  private readonly handingOver = new Map<ObjectKey, "waiting" | "released">();
 
   constructor(
     private readonly member: ShardOwnership,
@@ -45,7 +52,7 @@ export class Handover implements ControllerShard {
     return true;
   }
 
-  mayReconcile(key: string, cached: KubeObject | undefined): boolean {
+  mayReconcile(key: ObjectKey, cached: KubeObject | undefined): boolean {
     return !this.handingOver.has(key) && (!cached || this.member.ownership(cached) === "own");
   }
 
@@ -78,13 +85,13 @@ export class Handover implements ControllerShard {
     );
   }
 
-  private start(key: string): void {
+  private start(key: ObjectKey): void {
     if (this.handingOver.has(key)) return;
     this.handingOver.set(key, "waiting");
     void this.run(key);
   }
 
-  private async run(key: string): Promise<void> {
+  private async run(key: ObjectKey): Promise<void> {
     const { controller } = this;
     while (!controller.signal.aborted && this.handingOver.get(key) === "waiting") {
       await controller.idle(key);

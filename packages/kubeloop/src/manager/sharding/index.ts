@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { InformerRegistry } from "../../cache/index.js";
-import type { Client } from "../../client/index.js";
+import { type Client, keyOfRef } from "../../client/index.js";
 import { LeaderElector, type LeaderElectorOptions, type StoppedLeading } from "../leader-election.js";
 import { checkRing, checkShardId } from "./ring.js";
 import { ShardMember } from "./shard.js";
@@ -107,7 +107,7 @@ export class Sharding {
       ...(this.env.metrics ? { metrics: this.env.metrics(this.id) } : {}),
       onStartedLeading: () => {
         logger.info(
-          { ring: this.options.ring, shard: this.id, lease: `${namespace}/${this.id}` },
+          { ring: this.options.ring, shard: this.id, lease: keyOfRef({ namespace, name: this.id }) },
           "shard Lease held",
         );
         onStarted();
@@ -136,7 +136,7 @@ export class Sharding {
         releaseOnCancel: true,
         ...this.timings(),
         onStartedLeading: (signal) => {
-          logger.info({ ring: this.options.ring, lease: `${namespace}/${name}` }, "sharder role held");
+          logger.info({ ring: this.options.ring, lease: keyOfRef({ namespace, name }) }, "sharder role held");
           const sharder = new Sharder({
             client,
             registry: this.env.registry,

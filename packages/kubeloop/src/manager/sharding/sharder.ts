@@ -1,7 +1,15 @@
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import type { Logger } from "pino";
 import type { Informer, InformerRegistry, InformerView } from "../../cache/index.js";
-import type { Client, KubeObject, ResourceType } from "../../client/index.js";
+import {
+  type Client,
+  type KubeObject,
+  kindKeyOf,
+  objectKey,
+  type ResourceType,
+  refOf,
+} from "../../client/index.js";
+import { typedKeyOf } from "../../client/internal.js";
 import { Lease as LeaseType } from "../../k8s/index.js";
 import { groupOf, microTime } from "../../resources/internal.js";
 import { drainLabel, ownerOf, RING_LABEL, shardKey, shardLabel } from "./ring.js";
@@ -368,7 +376,8 @@ export class Sharder {
     const main = [...this.mains.values()].find(
       ({ type: t }) => t.kind === owner.kind && groupOf(t.apiVersion) === groupOf(owner.apiVersion),
     );
-    const shard = main?.view.get(owner.name, object.metadata?.namespace)?.metadata?.labels?.[this.shardKey];
+    const shard = main?.view.get({ namespace: object.metadata?.namespace, name: owner.name })?.metadata
+      ?.labels?.[this.shardKey];
     if (!shard || object.metadata?.labels?.[this.shardKey] === shard) return;
     pass.children++;
     return this.patch(type, object, { [this.shardKey]: shard }, pass);
@@ -469,16 +478,16 @@ export class Sharder {
 }
 
 function typeId(type: ResourceType): string {
-  return `${type.apiVersion}/${type.kind}`;
+  return kindKeyOf(type);
 }
 
 function patchId(type: ResourceType, object: KubeObject): string {
-  return `${typeId(type)}/${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
+  return typedKeyOf(kindKeyOf(type), objectKey(object));
 }
 
 /** The cache's version of a listed object when its turn comes (undefined once it is gone). */
 function latest(view: InformerView<KubeObject>, listed: KubeObject): KubeObject | undefined {
-  return view.get(listed.metadata?.name ?? "", listed.metadata?.namespace);
+  return view.get(refOf(listed));
 }
 
 /** Runs `tasks` with at most `limit` at once. */

@@ -1,3 +1,4 @@
+import { kindKeyOf } from "../../client/index.js";
 import type { FieldError } from "./errors.js";
 
 /**
@@ -65,7 +66,7 @@ export function validateLabels(
 
 /** Defaults of a built-in kind, applied to the object being written (in place). */
 export function applyBuiltinDefaults(apiVersion: string, kind: string, object: Obj): void {
-  switch (`${apiVersion}/${kind}`) {
+  switch (kindKeyOf({ apiVersion, kind }) as string) {
     case "v1/Namespace": {
       const name = object.metadata.name as string;
       object.metadata.labels = { ...object.metadata.labels, "kubernetes.io/metadata.name": name };
@@ -146,7 +147,7 @@ function defaultContainer(container: Obj): void {
 
 /** The validation rules emulated for built-in kinds (beyond metadata). */
 export function validateBuiltin(apiVersion: string, kind: string, object: Obj, errors: FieldError[]): void {
-  if (`${apiVersion}/${kind}` !== "apps/v1/Deployment") return;
+  if (kindKeyOf({ apiVersion, kind }) !== "apps/v1/Deployment") return;
   const spec = object.spec ?? {};
   if (!spec.selector) {
     errors.push({ type: "FieldValueRequired", field: "spec.selector", message: "Required value" });

@@ -1,3 +1,4 @@
+import { kindKeyOf } from "../../client/index.js";
 import { BUILTIN_DISCOVERY } from "./builtin-discovery.js";
 import type { DiscoveryDocument } from "./discovery.js";
 
@@ -294,7 +295,7 @@ export function listedBuiltin(group: string, version: string, resource: string):
 
 /** Whether kube-apiserver serves `kind` in `apiVersion` as a built-in (emulated here or not). */
 export function isListedBuiltinKind(apiVersion: string, kind: string): boolean {
-  return LISTED_KINDS.has(`${apiVersion}/${kind}`);
+  return LISTED_KINDS.has(kindKeyOf({ apiVersion, kind }));
 }
 
 /** What a request to a built-in kind that is listed but not emulated is refused with. */

@@ -1,4 +1,5 @@
-import type { HttpResponse } from "../../client/index.js";
+import { type HttpResponse, keyOfRef } from "../../client/index.js";
+import { groupOf, versionOf } from "../../client/internal.js";
 import type { KindInfo } from "./kinds.js";
 
 // Objects here are JSON of any kind, walked by field name; typing every path would hide the logic.
@@ -22,12 +23,11 @@ export function specChanged(old: Obj, next: Obj, statusSubresource: boolean): bo
 }
 
 export function keyOf(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
+  return keyOfRef({ namespace, name });
 }
 
 export function splitApiVersion(apiVersion: string): [string, string] {
-  const slash = apiVersion.indexOf("/");
-  return slash < 0 ? ["", apiVersion] : [apiVersion.slice(0, slash), apiVersion.slice(slash + 1)];
+  return [groupOf(apiVersion), versionOf(apiVersion)];
 }
 
 const SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";

@@ -1,3 +1,4 @@
+import { kindKeyOf } from "../../client/index.js";
 import { BUILTIN_KINDS, type ListType, listTypeAt } from "../../k8s/index.js";
 import { clone } from "./clone.js";
 import { badRequest, internal, NotEmulated, StatusError } from "./errors.js";
@@ -144,7 +145,7 @@ export interface BuiltinKind {
   kind: string;
 }
 
-const BY_KIND = new Map(BUILTIN_KINDS.map((t) => [`${t.apiVersion}/${t.kind}`, t]));
+const BY_KIND = new Map<string, (typeof BUILTIN_KINDS)[number]>(BUILTIN_KINDS.map((t) => [kindKeyOf(t), t]));
 const OBJECT_META = { schema: "meta/v1.ObjectMeta" };
 
 /**

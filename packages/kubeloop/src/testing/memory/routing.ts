@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from "../../client/index.js";
 import { badRequest, NotEmulated, notFound, StatusError } from "./errors.js";
 import { apiVersionOf, discoveryDocuments, listedBuiltin, notEmulatedKind } from "./kinds.js";
-import { ok, type Route } from "./objects.js";
+import { keyOf, ok, type Route } from "./objects.js";
 import { authorize, type UserInfo } from "./rbac.js";
 import type { MemoryStore } from "./store.js";
 
@@ -78,7 +78,7 @@ export function authorizeRoute(s: MemoryStore, user: UserInfo, route: Route, ver
       clusterRoleBindings: () => all("clusterrolebindings"),
       roleBindings: (namespace) => all("rolebindings").filter((b) => b.metadata.namespace === namespace),
       clusterRole: (name) => s.objects.get(`${rbac}/clusterroles`)?.get(name),
-      role: (namespace, name) => s.objects.get(`${rbac}/roles`)?.get(`${namespace}/${name}`),
+      role: (namespace, name) => s.objects.get(`${rbac}/roles`)?.get(keyOf(namespace, name)),
     },
     user,
     {

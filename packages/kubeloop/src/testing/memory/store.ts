@@ -1,3 +1,4 @@
+import { kindKeyOf } from "../../client/index.js";
 import { clone } from "./clone.js";
 import type { discoveryDocuments, KindInfo } from "./kinds.js";
 import { apiVersionOf } from "./kinds.js";
@@ -156,12 +157,12 @@ export class MemoryStore {
   }
 
   kindFor(apiVersion: string, kindName: string): KindInfo | undefined {
-    return this.kinds.get(`${apiVersion}/${kindName}`);
+    return this.kinds.get(kindKeyOf({ apiVersion, kind: kindName }));
   }
 
   addKind(kind: KindInfo): void {
     this.discoveryCache = undefined;
-    this.kinds.set(`${apiVersionOf(kind)}/${kind.kind}`, kind);
+    this.kinds.set(kindKeyOf({ apiVersion: apiVersionOf(kind), kind: kind.kind }), kind);
     const key = `${kind.group}/${kind.resource}`;
     this.byResource.set(key, [
       ...(this.byResource.get(key) ?? []).filter((k) => k.version !== kind.version),

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { groupOf } from "../../../client/internal.js";
 import { ensureAssets } from "../../assets/index.js";
 import type { BinaryName } from "../../assets/versions.js";
 import { probe } from "../../control-plane/component.js";
@@ -272,7 +273,7 @@ export class KarmadaPlane {
         kind: string;
         metadata: { name: string; namespace?: string };
       };
-      const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      const base = groupOf(apiVersion) ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
       const ns = metadata.namespace ? `/namespaces/${metadata.namespace}` : "";
       await createOrKeep(admin, `${base}${ns}/${pluralOf(kind)}`, object, `${kind} ${metadata.name}`);
     }
