@@ -192,9 +192,15 @@ export class Controller<T extends KubeObject> {
         : undefined,
     };
     this.subscribe(primary, spec.predicates as Predicate[], (object) => [refOf(object)], true);
+    this.subscribeSecondaries(caches, selector);
+  }
+
+  /** The owned and watched kinds' informers, each event mapped to the primaries it concerns. */
+  private subscribeSecondaries(caches: ControllerCaches, shardSelector: string | undefined): void {
+    const { spec } = this;
     for (const owned of spec.owns) {
       // Sharded, children carry their owner's shard label (the sharder writes it), so each replica caches its own.
-      const labels = [owned.labelSelector, selector].filter(Boolean).join(",");
+      const labels = [owned.labelSelector, shardSelector].filter(Boolean).join(",");
       const informer = caches.informerFor(owned.type, {
         metadataOnly: owned.metadataOnly,
         ...(labels ? { labelSelector: labels } : {}),
