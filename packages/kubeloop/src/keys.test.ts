@@ -17,7 +17,7 @@ const ALLOWED: Record<string, string> = {
   // object, so it must not change with the key function.
   "manager/sharding/ring.ts": "the ring's hash input",
   // A chaos target's display name (`namespace/pod`), in messages only.
-  "testing/chaos/runtime.ts": "a pod target's display name",
+  "testing/faults/runtime.ts": "a pod target's display name",
 };
 
 /** A template made only of interpolations joined by `/`: `${a}/${b}`, `${a}/${b}/${c}`. */
