@@ -31,7 +31,7 @@ const Web = defineResource({
 const webController = controller(Web)
   .owns(Deployment)
   .reconcile(async (web, ctx) => {
-    if (ctx.deleted) return done();
+    if (ctx.gone) return done();
     const labels = { app: web.metadata.name };
     await ctx.apply({
       apiVersion: "apps/v1",

@@ -61,7 +61,7 @@ function bySlot(a: JobObject, b: JobObject): number {
 }
 
 export async function reconcileCronJob(cronJob: CronJobObject, ctx: ReconcileContext<CronJobObject>) {
-  if (ctx.deleted) return done(); // its Jobs are owned: garbage collection deletes them
+  if (ctx.gone) return done(); // its Jobs are owned: garbage collection deletes them
 
   // Step 3: its Jobs, from the cache (never a list call per reconcile).
   const jobs = ctx.cache.list(Job, { namespace: ctx.namespace ?? "", labels: { [CRONJOB_LABEL]: ctx.name } });

@@ -38,7 +38,7 @@ export const myAppController = controller(MyApp)
   .dependents(myAppDependents)
   .reconcile(async (app, ctx) => {
     // The Deployment, Service and PgDatabase go with it (garbage collection): nothing to apply.
-    if (ctx.deleted || isDeleting(app)) return done();
+    if (ctx.gone || isDeleting(app)) return done();
     if (app.spec.database?.enabled && !app.spec.database.serverSecret) {
       await reportWaiting(app, ctx, db.SERVER_MISSING);
       return after(db.CRD_POLL);

@@ -106,7 +106,7 @@ export const nginxController = controller(Nginx)
     { labelSelector: `${MANAGED_BY}=${OPERATOR_NAME}` },
   )
   .reconcile(async (nginx, ctx) => {
-    if (ctx.deleted) return done(); // the Deployment and its pods go with it (garbage collection)
+    if (ctx.gone) return done(); // the Deployment and its pods go with it (garbage collection)
     const replicas = nginx.spec.replicas;
     await ctx.apply(deploymentFor(nginx));
     const pods = ctx.cache

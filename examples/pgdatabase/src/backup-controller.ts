@@ -38,7 +38,7 @@ async function reconcileBackup(shared: Shared, event: FinalizerEvent<Backup>, ct
   const live = event.object;
   const phase = live.status?.phase;
   if (phase === "Completed" || phase === "Failed") return done();
-  const db = ctx.cache.get(PgDatabase, live.spec.database, ctx.namespace);
+  const db = ctx.cache.get({ type: PgDatabase, namespace: ctx.namespace, name: live.spec.database });
   if (!db) {
     const message = `PgDatabase "${live.spec.database}" does not exist`;
     await ctx.status({ phase: "Failed", message });

@@ -12,7 +12,9 @@ import { ensureLoginRole } from "./postgres.ts";
  * Secret never held the abandoned password. Returns the rotation to record, if one was done.
  */
 export async function credentials({ db, ctx, names, admin, server }: Pass): Promise<string | undefined> {
-  const existing = secretValues(ctx.cache.get(Secret, names.credentialsSecret, ctx.namespace) ?? {});
+  const existing = secretValues(
+    ctx.cache.get({ type: Secret, namespace: ctx.namespace, name: names.credentialsSecret }) ?? {},
+  );
   registerSecret(existing.password);
   const [first, second] = names.logins;
   const active = existing.username === second ? second : first;

@@ -70,7 +70,7 @@ function sourceOf({ db, ctx, names }: Pass, status: Status): Source | undefined 
 
 /** Restores a backup into a fresh database: dropped first if a previous attempt left one half-done. */
 async function restoreFrom({ shared, db, ctx, names, admin, server }: Pass, source: Source): Promise<Status> {
-  const backup = ctx.cache.get(PgDatabaseBackup, source.backup, ctx.namespace);
+  const backup = ctx.cache.get({ type: PgDatabaseBackup, namespace: ctx.namespace, name: source.backup });
   const path = backup?.status?.phase === "Completed" ? backup.status.path : undefined;
   if (!backup || !path)
     throw new RetryableError(

@@ -19,7 +19,7 @@ export async function finalize(shared: Shared, db: PgDatabaseObject, ctx: Ctx): 
     (owned && policy !== "Retain" ? (policy === "Snapshot" ? "Snapshot" : "Drop") : "Done");
   if (step === "Snapshot") {
     const name = db.status?.deletion?.backup ?? `${ctx.name}-final-${(db.metadata.uid ?? "").slice(0, 8)}`;
-    const backup = ctx.cache.get(PgDatabaseBackup, name, ctx.namespace);
+    const backup = ctx.cache.get({ type: PgDatabaseBackup, namespace: ctx.namespace, name });
     if (!backup) {
       await ctx.status({ phase: "Deleting", deletion: { step, backup: name } });
       await createBackup(ctx.client, db, name, false);

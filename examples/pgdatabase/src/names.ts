@@ -67,7 +67,7 @@ export function namesOf(db: PgDatabaseObject) {
 
 /** The server a PgDatabase names, from its Secret (cached); a clear error when it is missing or incomplete. */
 export function serverOf(cache: CacheReader, namespace: string | undefined, name: string): ServerAddress {
-  const secret = cache.get(Secret, name, namespace);
+  const secret = cache.get({ type: Secret, namespace, name });
   if (!secret)
     throw new RetryableError(`Server Secret "${name}" does not exist`, { reason: "ServerSecretMissing" });
   const data = secretValues(secret);

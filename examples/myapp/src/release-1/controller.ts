@@ -9,7 +9,7 @@ export const myAppV1alpha1Controller = controller(MyAppV1alpha1)
   .owns(Deployment)
   .owns(Service)
   .reconcile(async (app, ctx) => {
-    if (ctx.deleted) return done();
+    if (ctx.gone) return done();
     const { size, ...spec } = app.spec;
     return reconcileApp({ ...app, spec: { ...spec, replicas: size } }, ctx);
   });

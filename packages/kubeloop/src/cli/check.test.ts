@@ -142,7 +142,7 @@ describe("kubeloop check --live", () => {
 import { ConfigMap } from "kubeloop/k8s";
 import { Leak } from "./resources.ts";
 export const leaks = controller(Leak).owns(ConfigMap).reconcile(async (leak, ctx) => {
-  if (ctx.deleted) return done();
+  if (ctx.gone) return done();
   const metadata = (suffix: string) => ({ name: \`\${ctx.name}-\${suffix}\`, namespace: ctx.namespace ?? "" });
   await ctx.apply({ apiVersion: "v1", kind: "ConfigMap", metadata: metadata("owned"), data: {} });
   // On purpose: written with the plain client, so it has no owner reference and outlives the Leak.

@@ -263,7 +263,7 @@ export async function liveChecks(project: Project, options: LiveOptions = {}): P
     for (const object of left) {
       findings.push({
         check: "resource-cleanup",
-        message: `${describe(object)} is still there ${timeoutMs / 1000}s after its sample was deleted: give it an owner reference (garbage collection deletes it), or delete it in the reconcile of a deleted object (ctx.deleted) behind a finalizer.`,
+        message: `${describe(object)} is still there ${timeoutMs / 1000}s after its sample was deleted: give it an owner reference (garbage collection deletes it), or delete it in the reconcile of a deleted object (ctx.gone) behind a finalizer.`,
       });
     }
   } finally {

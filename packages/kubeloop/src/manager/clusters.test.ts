@@ -73,7 +73,7 @@ describe("many clusters", () => {
       .inNamespace("hub")
       .source(clusters.changes(() => [{ namespace: "hub", name: "site" }]))
       .reconcile(async (site, ctx) => {
-        if (ctx.deleted || site.metadata?.name !== "site") return;
+        if (ctx.gone || site.metadata?.name !== "site") return;
         const failed: string[] = [];
         for (const member of clusters.list()) {
           if (!member.healthy) {

@@ -257,7 +257,7 @@ describe("Manager under generated RBAC", () => {
       .inNamespace("team-a")
       .owns(Secret)
       .reconcile(async (configMap, ctx) => {
-        if (ctx.deleted || configMap.metadata?.labels?.copy !== "yes") return;
+        if (ctx.gone || configMap.metadata?.labels?.copy !== "yes") return;
         await ctx.apply({
           apiVersion: "v1",
           kind: "Secret",

@@ -29,7 +29,7 @@ function copier(seen: { listed: string[]; got: boolean[] }) {
     .named("copier")
     .owns(Secret)
     .reconcile(async (configMap, ctx) => {
-      if (ctx.deleted || configMap.metadata?.labels?.copy !== "yes") return;
+      if (ctx.gone || configMap.metadata?.labels?.copy !== "yes") return;
       // Without a namespace, the list spans every watched namespace's informer.
       seen.listed = ctx.cache
         .list(ConfigMap, { labels: { copy: "yes" } })

@@ -116,7 +116,7 @@ import { ${kind} } from "../resources/${lower}.ts";
 export const ${camel}Controller = controller(${kind})
   .named("${lower}")
   .reconcile(async (${camel}, ctx) => {
-    if (ctx.deleted) return done(); // gone: what it owns goes with it (garbage collection)
+    if (ctx.gone) return done(); // gone: what it owns goes with it (garbage collection)
     // Drive the world toward ${camel}.spec here, e.g. \`await ctx.apply(deploymentFor(${camel}))\` after
     // declaring \`.owns(Deployment)\` above: server-side apply, with the ${kind} as the child's owner
     // (deleting it deletes the child), and the child's changes reconcile it again.
