@@ -2,7 +2,7 @@ import pino from "pino";
 import { afterEach, expect, it } from "vitest";
 import { InformerRegistry } from "../src/cache/index.js";
 import type { ObjectOf } from "../src/client/index.js";
-import { type Controller, controller, dependents } from "../src/controller/index.js";
+import { controller, dependents } from "../src/controller/index.js";
 import { ConfigMap } from "../src/k8s/index.js";
 import { type Backend, Counter } from "./dependents-cases.js";
 import { until } from "./helpers.js";
@@ -49,7 +49,7 @@ export function dependentsInputCases(backend: () => Backend): void {
     await Promise.all(c.allInformers.map((i) => i.synced));
     c.start();
     stop = async () => {
-      await (c as Controller<never>).stop(1_000);
+      await c.stop(1_000);
       await registry.stopAll();
     };
     const data = (name: string) =>
