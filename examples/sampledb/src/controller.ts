@@ -7,7 +7,7 @@ import {
   type ReconcileContext,
   type ReconcileResult,
 } from "kubeloop";
-import type { AppliedChildren, ControllerBuilder, DependentsOutcome } from "kubeloop/controller";
+import type { AppliedChildren, ControllerBuilder } from "kubeloop/controller";
 import {
   type batch,
   ConfigMap,
@@ -19,15 +19,7 @@ import {
   Service,
   StatefulSet,
 } from "kubeloop/k8s";
-import {
-  type Condition,
-  type ConditionInput,
-  generatePassword,
-  jobStatus,
-  registerSecret,
-  secretValues,
-  setCondition,
-} from "kubeloop/resources";
+import { generatePassword, jobStatus, registerSecret, secretValues } from "kubeloop/resources";
 import { backupVolume } from "./backup.ts";
 import { sampleDBChildren } from "./children.ts";
 import { elect, isReady, restartFollowers } from "./failover.ts";
@@ -136,35 +128,6 @@ function workers(builder: ControllerBuilder<SampleDBObject>, setting = "") {
   return builder.concurrency(+setting);
 }
 
-/**
- * The status's conditions: Ready (with Progressing beside a plain true/false, as `ctx.status`
- * writes them) and the children's DependentsReady (which names the first child not ready), with an
- * event when the latter changes. One write: two writers of the list would undo each other.
- */
-function conditionsOf(
-  db: SampleDBObject,
-  ctx: Ctx,
-  ready: true | { status: false; reason: string; message: string },
-  children: DependentsOutcome["condition"],
-): Condition[] {
-  const generation = db.metadata?.generation;
-  const at = (input: ConditionInput) => ({
-    ...input,
-    ...(generation ? { observedGeneration: generation } : {}),
-  });
-  const current = db.status?.conditions ?? [];
-  let conditions = setCondition(
-    current,
-    at({ type: "Ready", ...(ready === true ? { status: true, reason: "Reconciled" } : ready) }),
-  );
-  if (ready === true)
-    conditions = setCondition(conditions, at({ type: "Progressing", status: false, reason: "Reconciled" }));
-  const before = current.find((c) => c.type === children.type);
-  if (before?.reason !== children.reason || before?.message !== children.message)
-    ctx.event("Normal", children.status ? "DependentsReady" : "WaitingForDependent", children.message ?? "");
-  return setCondition(conditions, at(children));
-}
-
 /** The instance named primary after this pass: a new one when it does not serve and a replica does. */
 async function failover(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], superuser: string) {
   const primary = db.status?.primary ?? `${names(db).name}-0`;
@@ -185,13 +148,14 @@ async function reconcileLive(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRes
   const passwords = await readPasswords(db, ctx);
   const { primary, promotedAt } = await failover(db, ctx, pods, passwords.superuser);
   const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
-  const { applied, condition } = await sampleDBChildren.reconcile(db, ctx, {
+  const { applied, waitingFor } = await sampleDBChildren.reconcile(db, ctx, {
     passwords,
     primary,
     primaryReady,
     statefulSet: ctx.cache.get(StatefulSet, name, namespace),
     initJobExists: ctx.cache.get(Job, names(db).init, namespace) !== undefined,
   });
+  if (waitingFor) ctx.event("Normal", "WaitingForDependent", waitingFor.message);
   // Not a child: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
   await ctx.apply(backupVolume(db), { owned: false });
 
@@ -226,29 +190,35 @@ async function reconcileLive(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRes
     promotedAt,
   });
   if (phase !== db.status?.phase) ctx.event("Normal", phase, `${readyInstances}/${db.spec.instances} ready`);
-  const readyCondition: Parameters<typeof conditionsOf>[2] = ready
-    ? true
-    : waiting
-      ? { status: false as const, reason: "WritesWait", message: replication?.message ?? "" }
-      : {
-          status: false,
-          reason: phase,
-          message: `${readyInstances} of ${db.spec.instances} instances ready`,
-        };
-  await ctx.status({
-    phase,
-    primary,
-    readyInstances,
-    ready: `${readyInstances}/${db.spec.instances}`,
-    version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
-    initialized,
-    ...(parametersApplied ? { parametersApplied } : {}),
-    ...(replication ? { replication: replicationStatus(replication) } : {}),
-    ...(backups?.lastBackup
-      ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
-      : {}),
-    conditions: conditionsOf(db, ctx, readyCondition, condition),
-  });
+  await ctx.status(
+    {
+      phase,
+      primary,
+      readyInstances,
+      ready: `${readyInstances}/${db.spec.instances}`,
+      version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
+      initialized,
+      ...(parametersApplied ? { parametersApplied } : {}),
+      ...(replication ? { replication: replicationStatus(replication) } : {}),
+      ...(backups?.lastBackup
+        ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
+        : {}),
+    },
+    {
+      ready: ready
+        ? true
+        : waiting
+          ? { status: false, reason: "WritesWait", message: replication?.message ?? "" }
+          : // What holds it up: the instances, and the first child not ready (the dependents' order).
+            {
+              status: false,
+              reason: phase,
+              message: [`${readyInstances} of ${db.spec.instances} instances ready`, waitingFor?.message]
+                .filter(Boolean)
+                .join("; "),
+            },
+    },
+  );
   // Pods, the StatefulSet and the Jobs wake us; the rest is the backup schedule and a safety net.
   if (!ready || !promoted) return after("15s");
   // A standby streams a moment after its pod is Ready: look again until every one is named.

@@ -112,12 +112,7 @@ async function deleteBackups(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRes
       await ignoreNotFound(
         ctx.client.delete(Job, job.metadata?.name ?? "", { namespace, propagationPolicy: "Background" }),
       );
-  const claim = await ctx.client
-    .get(PersistentVolumeClaim, backups, { namespace, signal: ctx.signal })
-    .catch((error: unknown) => {
-      if (error instanceof NotFound) return undefined;
-      throw error;
-    });
+  const claim = ctx.cache.get(PersistentVolumeClaim, backups, namespace);
   if (!claim) return undefined;
   if (!claim.metadata?.deletionTimestamp)
     await ignoreNotFound(ctx.client.delete(PersistentVolumeClaim, backups, { namespace }));
