@@ -141,6 +141,32 @@ async function failover(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], superuse
   return { primary: elected, promotedAt };
 }
 
+/**
+ * The pods' side: for ten minutes after a promotion, the promotion (idempotent) and the followers'
+ * restarts; replication as spec.replication says; the role labels the Services select by.
+ */
+async function roles(
+  db: SampleDBObject,
+  ctx: Ctx,
+  pods: core.Pod[],
+  primary: string,
+  password: string,
+  promotedAt: string | undefined,
+) {
+  const promoting = promotedAt !== undefined && ctx.now().getTime() - Date.parse(promotedAt) < 600_000;
+  // Before the labels move the Services: a client reaches the new primary once it takes writes.
+  const replication = await replicate(db, ctx, pods, primary, { password, promoting }).catch(
+    (error: Error) => {
+      ctx.event("Warning", "ReplicationUnknown", `${primary}: ${error.message}`);
+      return undefined;
+    },
+  );
+  const promoted = !promoting || replication !== undefined;
+  if (promoted) await labelRoles(db, ctx, pods, primary);
+  if (promoting && promotedAt) await restartFollowers(db, ctx, pods, primary, promotedAt);
+  return { replication, promoted };
+}
+
 /** A live SampleDB: its children, then its pods' roles and replication, its backups, its status. */
 async function reconcileLive(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult> {
   const { name, namespace } = names(db);
@@ -159,19 +185,7 @@ async function reconcileLive(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRes
   // Not a child: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
   await ctx.apply(backupVolume(db), { owned: false });
 
-  // For ten minutes after a promotion: the promotion (idempotent) and the followers' restarts.
-  const promoting = promotedAt !== undefined && ctx.now().getTime() - Date.parse(promotedAt) < 600_000;
-  // Before the labels move the Services: a client reaches the new primary once it takes writes.
-  const replication = await replicate(db, ctx, pods, primary, {
-    password: passwords.superuser,
-    promoting,
-  }).catch((error: Error) => {
-    ctx.event("Warning", "ReplicationUnknown", `${primary}: ${error.message}`);
-    return undefined;
-  });
-  const promoted = !promoting || replication !== undefined;
-  if (promoted) await labelRoles(db, ctx, pods, primary);
-  if (promoting && promotedAt) await restartFollowers(db, ctx, pods, primary, promotedAt);
+  const { replication, promoted } = await roles(db, ctx, pods, primary, passwords.superuser, promotedAt);
 
   const { initialized, parametersApplied } = jobsOutcome(db, ctx, applied);
   if (initialized && primaryReady) warnIgnoredParameters(db, ctx);
