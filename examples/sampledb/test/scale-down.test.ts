@@ -2,7 +2,8 @@
 // StatefulSet controller, no pods: the test makes the data volumes the StatefulSet would, when the
 // operator has not) and the operator in a Manager in this process. What it no longer needs goes as
 // its deletionPolicy says: the read-only Service, and the data volumes of the removed instances
-// (deleted under Delete, kept under Retain); what it needs again comes back on a scale-up.
+// (deleted under Delete, kept under Retain); what it needs again comes back on a scale-up. And a
+// StatefulSet made before `Parallel` keeps its podManagementPolicy (the field is immutable).
 import { Client, Manager, NotFound, type ResourceType } from "kubeloop";
 import { PersistentVolumeClaim, Service, StatefulSet } from "kubeloop/k8s";
 import { ControlPlane, type CrdObject, pollUntil } from "kubeloop/testing";
@@ -134,5 +135,79 @@ describe("SampleDB scaled down", () => {
     // Kept volumes carry no owner reference to the SampleDB: deleting it cannot take them.
     const kept = await client.get(PersistentVolumeClaim, "data-keep-2", { namespace: NS });
     expect(kept.metadata?.ownerReferences ?? []).toEqual([]);
+  });
+
+  it("keeps the podManagementPolicy an existing StatefulSet was made with (immutable); a new one is Parallel", async () => {
+    // As an operator before Parallel made it: OrderedReady, its own labels.
+    const labels = { "app.kubernetes.io/instance": "legacy", "seed.example.com/component": "instance" };
+    await client.create({
+      apiVersion: "apps/v1",
+      kind: "StatefulSet",
+      metadata: { name: "legacy", namespace: NS },
+      spec: {
+        serviceName: "legacy-pods",
+        podManagementPolicy: "OrderedReady",
+        selector: {
+          matchLabels: {
+            ...labels,
+            "app.kubernetes.io/name": "sampledb",
+            "app.kubernetes.io/managed-by": "sampledb-operator",
+          },
+        },
+        template: {
+          metadata: {
+            labels: {
+              ...labels,
+              "app.kubernetes.io/name": "sampledb",
+              "app.kubernetes.io/managed-by": "sampledb-operator",
+            },
+          },
+          spec: { containers: [{ name: "postgres", image: "postgres" }] },
+        },
+        volumeClaimTemplates: [
+          {
+            metadata: {
+              name: "data",
+              labels: {
+                "app.kubernetes.io/name": "sampledb",
+                "app.kubernetes.io/instance": "legacy",
+                "app.kubernetes.io/managed-by": "sampledb-operator",
+              },
+            },
+            spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "64Mi" } } },
+          },
+        ],
+      },
+    } as never);
+    await client.create({
+      apiVersion: SampleDB.apiVersion,
+      kind: "SampleDB",
+      metadata: { name: "legacy", namespace: NS },
+      spec: { instances: 2, storage: "64Mi" },
+    } as never);
+    // Applied (the set's label on it), not refused for changing the immutable field.
+    await pollUntil(
+      async () =>
+        (await client.get(StatefulSet, "legacy", { namespace: NS })).metadata?.labels?.[
+          "kubeloop.dev/dependent"
+        ] === "statefulset",
+      { timeoutMs: 30_000, message: "the existing StatefulSet applied" },
+    );
+    const legacy = await client.get(StatefulSet, "legacy", { namespace: NS });
+    expect(legacy.spec?.podManagementPolicy).toBe("OrderedReady");
+    expect(legacy.spec?.replicas).toBe(2);
+    await client.create({
+      apiVersion: SampleDB.apiVersion,
+      kind: "SampleDB",
+      metadata: { name: "fresh", namespace: NS },
+      spec: { instances: 1, storage: "64Mi" },
+    } as never);
+    await pollUntil(async () => (await replicas("fresh").catch(() => undefined)) === 1, {
+      timeoutMs: 30_000,
+      message: "a new StatefulSet",
+    });
+    expect((await client.get(StatefulSet, "fresh", { namespace: NS })).spec?.podManagementPolicy).toBe(
+      "Parallel",
+    );
   });
 });
