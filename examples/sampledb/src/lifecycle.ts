@@ -4,7 +4,7 @@ import { finishedJobsToPrune, jobStatus } from "kubeloop/resources";
 import { backupFile, backupJob, intervalMs } from "./backup.ts";
 import { sampleDBChildren } from "./children.ts";
 import { isReady } from "./failover.ts";
-import { INSTANCE, labels, names, type SampleDBObject } from "./objects.ts";
+import { INSTANCE, labels, names, podLabels, type SampleDBObject } from "./objects.ts";
 
 type Ctx = ReconcileContext<SampleDBObject>;
 
@@ -123,8 +123,8 @@ async function deleteBackups(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRes
 /**
  * The finalizer's cleanup, per `spec.deletionPolicy`: Snapshot takes a final backup first; then
  * the children go in reverse order (the StatefulSet, then the data volumes, waited for until no
- * pod holds them; under Retain the volumes are kept, out of the set); Delete removes the backups
- * too. `done()` lets the finalizer go.
+ * pod holds them; under Retain the volumes are kept, out of the set) and the instances' pods are
+ * waited for; Delete removes the backups too. `done()` lets the finalizer go.
  */
 export async function cleanUp(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult> {
   if (db.status?.phase !== "Deleting") await ctx.status({ phase: "Deleting" });
@@ -133,6 +133,10 @@ export async function cleanUp(db: SampleDBObject, ctx: Ctx): Promise<ReconcileRe
     (policy === "Snapshot" ? await finalBackup(db, ctx) : undefined) ??
     (await sampleDBChildren.cleanup(db, ctx)).result;
   if (waiting.kind !== "done") return waiting;
+  // The StatefulSet went in the background: done once no instance runs (under Retain too, whose
+  // volumes nothing holds back), so a SampleDB made again with the name never meets the old pods.
+  if (ctx.cache.list(Pod, { namespace: names(db).namespace, labels: podLabels(db, "instance") }).length > 0)
+    return after("2s");
   const backups = policy === "Delete" ? await deleteBackups(db, ctx) : undefined;
   if (backups) return backups;
   ctx.event("Normal", "Deleted", `deletionPolicy ${policy}: done`);
