@@ -1,33 +1,32 @@
-import { after, controller, done, NotFound, type ReconcileContext } from "kubeloop";
-import type { ControllerBuilder } from "kubeloop/controller";
-import { ConfigMap, type core, Job, Pod, Secret, Service, StatefulSet } from "kubeloop/k8s";
 import {
-  addFinalizer,
-  generatePassword,
-  isDeleting,
-  jobStatus,
-  registerSecret,
-  secretValues,
-} from "kubeloop/resources";
-import { backupVolume, restoreStep } from "./backup.ts";
+  after,
+  controller,
+  done,
+  finalizer,
+  NotFound,
+  type ReconcileContext,
+  type ReconcileResult,
+} from "kubeloop";
+import type { AppliedChildren } from "kubeloop/controller";
+import {
+  type batch,
+  ConfigMap,
+  type core,
+  Job,
+  PersistentVolumeClaim,
+  Pod,
+  Secret,
+  Service,
+  StatefulSet,
+} from "kubeloop/k8s";
+import { generatePassword, jobStatus, registerSecret, secretValues } from "kubeloop/resources";
+import { backupVolume } from "./backup.ts";
+import { sampleDBChildren } from "./children.ts";
 import { elect, isReady, restartFollowers } from "./failover.ts";
-import { type BackupState, FINALIZER, finalize, scheduleBackups } from "./lifecycle.ts";
+import { cleanUp, FINALIZER, scheduleBackups } from "./lifecycle.ts";
 import { sampleDBMetrics } from "./metrics.ts";
-import {
-  connectionConfigMap,
-  credentialsSecret,
-  headlessService,
-  INSTANCE,
-  initJob,
-  names,
-  OPERATOR_NAME,
-  podLabels,
-  ROLE,
-  roleService,
-  type SampleDBObject,
-  statefulSet,
-} from "./objects.ts";
-import { invalidNames, reloadHash, reloadJob, reservedNames, restartArguments } from "./parameters.ts";
+import { INSTANCE, names, OPERATOR_NAME, podLabels, ROLE, type SampleDBObject } from "./objects.ts";
+import { invalidNames, reloadHash, reservedNames } from "./parameters.ts";
 import { type ReplicationStatus, replicate } from "./replication.ts";
 import { SampleDB } from "./resources.ts";
 
@@ -37,9 +36,9 @@ type Ctx = ReconcileContext<SampleDBObject>;
  * The credentials, made once: read from the cache, or the API server when the cache has not seen
  * them yet (a second password would lock out the database initdb made with the first).
  */
-async function passwords(db: SampleDBObject, ctx: Ctx): Promise<{ app: string; superuser: string }> {
+async function readPasswords(db: SampleDBObject, ctx: Ctx): Promise<{ app: string; superuser: string }> {
   const { secret, namespace } = names(db);
-  let existing = ctx.cache.get(Secret, secret, namespace);
+  let existing = ctx.cache.get({ type: Secret, namespace, name: secret });
   if (!existing) {
     try {
       existing = await ctx.client.get(Secret, secret, { namespace, signal: ctx.signal });
@@ -74,11 +73,8 @@ async function labelRoles(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], primar
   }
 }
 
-/**
- * Runs the reload Job for the reloadable settings when they changed; returns the hash of those the
- * instances run with.
- */
-async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | undefined> {
+/** Warns of `spec.parameters` names that are ignored: not setting names, or set by the operator. */
+function warnIgnoredParameters(db: SampleDBObject, ctx: Ctx): void {
   const invalid = invalidNames(db);
   if (invalid.length > 0)
     ctx.event("Warning", "InvalidParameters", `not setting names, ignored: ${invalid.join(", ")}`);
@@ -89,22 +85,32 @@ async function reloadParameters(db: SampleDBObject, ctx: Ctx): Promise<string | 
       "ReservedParameters",
       `set by the operator, ignored: ${reserved.join(", ")} (synchronous replication: spec.replication)`,
     );
-  const hash = reloadHash(db);
-  if (db.status?.parametersApplied === hash) return hash;
-  const job = reloadJob(db);
-  const state = jobStatus(ctx.cache.get(Job, job.metadata?.name ?? "", names(db).namespace));
-  if (state.state === "Absent") {
-    await ctx.apply(job);
+}
+
+/** What the init and reload Jobs did in this pass: whether the database is initialised, and the settings the instances run with. */
+function jobsOutcome(db: SampleDBObject, ctx: Ctx, applied: AppliedChildren) {
+  let initialized = db.status?.initialized === true;
+  const init = jobStatus(applied.one<batch.Job>("init")).state;
+  if (!initialized && init === "Failed") ctx.event("Warning", "InitFailed", "the initialisation Job failed");
+  if (!initialized && init === "Complete") {
+    initialized = true;
+    ctx.event("Normal", "Initialized", `role and database ${db.spec.database} created`);
+  }
+  let parametersApplied = db.status?.parametersApplied;
+  const job = applied.one<batch.Job>("reload");
+  const reload = jobStatus(job);
+  if (job && !job.status?.startTime)
     ctx.event(
       "Normal",
       "Reloading",
       `settings applied with ALTER SYSTEM and a reload (Job ${job.metadata?.name})`,
     );
+  if (reload.state === "Failed") ctx.event("Warning", "ReloadFailed", reload.message);
+  if (reload.state === "Complete") {
+    ctx.event("Normal", "Reloaded", "the instances run with the new settings");
+    parametersApplied = reloadHash(db);
   }
-  if (state.state === "Failed") ctx.event("Warning", "ReloadFailed", state.message);
-  if (state.state !== "Complete") return db.status?.parametersApplied;
-  ctx.event("Normal", "Reloaded", "the instances run with the new settings");
-  return hash;
+  return { initialized, parametersApplied };
 }
 
 const replicationStatus = ({ synchronousStandbyNames, streaming, writes }: ReplicationStatus) => ({
@@ -113,9 +119,122 @@ const replicationStatus = ({ synchronousStandbyNames, streaming, writes }: Repli
   writes,
 });
 
+/** The instance named primary after this pass: a new one when it does not serve and a replica does. */
+async function failover(db: SampleDBObject, ctx: Ctx, pods: core.Pod[], superuser: string) {
+  const primary = db.status?.primary ?? `${names(db).name}-0`;
+  const elected = db.status?.initialized ? await elect(ctx, pods, primary, superuser) : undefined;
+  if (!elected) return { primary, promotedAt: db.status?.promotedAt };
+  // Recorded before anything acts on it: a restarted operator carries on with the same choice.
+  const promotedAt = ctx.now().toISOString();
+  ctx.event("Warning", "Failover", `${primary} does not serve: ${elected} becomes the primary`);
+  await ctx.status({ primary: elected, promotedAt });
+  sampleDBMetrics.failedOver(db);
+  return { primary: elected, promotedAt };
+}
+
 /**
- * SampleDB → its Secret, ConfigMap, Services, StatefulSet (with a PersistentVolumeClaim per
- * instance) and, once the primary serves, the initialisation Job; Ready when every instance is.
+ * The pods' side: for ten minutes after a promotion, the promotion (idempotent) and the followers'
+ * restarts; replication as spec.replication says; the role labels the Services select by.
+ */
+async function roles(
+  db: SampleDBObject,
+  ctx: Ctx,
+  pods: core.Pod[],
+  primary: string,
+  password: string,
+  promotedAt: string | undefined,
+) {
+  const promoting = promotedAt !== undefined && ctx.now().getTime() - Date.parse(promotedAt) < 600_000;
+  // Before the labels move the Services: a client reaches the new primary once it takes writes.
+  const replication = await replicate(db, ctx, pods, primary, { password, promoting }).catch(
+    (error: Error) => {
+      ctx.event("Warning", "ReplicationUnknown", `${primary}: ${error.message}`);
+      return undefined;
+    },
+  );
+  const promoted = !promoting || replication !== undefined;
+  if (promoted) await labelRoles(db, ctx, pods, primary);
+  if (promoting && promotedAt) await restartFollowers(db, ctx, pods, primary, promotedAt);
+  return { replication, promoted };
+}
+
+/** A live SampleDB: its children, then its pods' roles and replication, its backups, its status. */
+async function reconcileLive(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult> {
+  const { name, namespace } = names(db);
+  const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
+  const passwords = await readPasswords(db, ctx);
+  const { primary, promotedAt } = await failover(db, ctx, pods, passwords.superuser);
+  const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
+  const { applied, waitingFor } = await sampleDBChildren.reconcile(db, ctx, {
+    passwords,
+    primary,
+    primaryReady,
+    statefulSet: ctx.cache.get({ type: StatefulSet, namespace, name }),
+    initJobExists: ctx.cache.get({ type: Job, namespace, name: names(db).init }) !== undefined,
+  });
+  if (waitingFor) ctx.event("Normal", "WaitingForDependent", waitingFor.message);
+  // Not a child: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
+  await ctx.apply(backupVolume(db), { owned: false });
+
+  const { replication, promoted } = await roles(db, ctx, pods, primary, passwords.superuser, promotedAt);
+
+  const { initialized, parametersApplied } = jobsOutcome(db, ctx, applied);
+  if (initialized && primaryReady) warnIgnoredParameters(db, ctx);
+  const backups = db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
+  const readyInstances = pods.filter(isReady).length;
+  const waiting = replication?.writes === "Waiting";
+  const ready = initialized && readyInstances === db.spec.instances && !waiting;
+  const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
+  const lastBackup = backups?.lastBackup ?? db.status?.lastBackup;
+  sampleDBMetrics.observe(db, {
+    primary,
+    readyInstances,
+    pods,
+    superuserPassword: passwords.superuser,
+    lastBackup,
+    promotedAt,
+  });
+  if (phase !== db.status?.phase) ctx.event("Normal", phase, `${readyInstances}/${db.spec.instances} ready`);
+  await ctx.status(
+    {
+      phase,
+      primary,
+      readyInstances,
+      ready: `${readyInstances}/${db.spec.instances}`,
+      version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
+      initialized,
+      ...(parametersApplied ? { parametersApplied } : {}),
+      ...(replication ? { replication: replicationStatus(replication) } : {}),
+      ...(backups?.lastBackup
+        ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
+        : {}),
+    },
+    {
+      ready: ready
+        ? true
+        : waiting
+          ? { status: false, reason: "WritesWait", message: replication?.message ?? "" }
+          : // What holds it up: the instances, and the first child not ready (the dependents' order).
+            {
+              status: false,
+              reason: phase,
+              message: [`${readyInstances} of ${db.spec.instances} instances ready`, waitingFor?.message]
+                .filter(Boolean)
+                .join("; "),
+            },
+    },
+  );
+  // Pods, the StatefulSet and the Jobs wake us; the rest is the backup schedule and a safety net.
+  if (!ready || !promoted) return after("15s");
+  // A standby streams a moment after its pod is Ready: look again until every one is named.
+  if (replication && replication.streaming.length < db.spec.instances - 1) return after("5s");
+  return backups ? after(`${Math.ceil(backups.nextInMs / 1000)}s`) : done();
+}
+
+/**
+ * SampleDB → its Secret, ConfigMap, Services, data volumes, StatefulSet and, once the primary
+ * serves, the initialisation Job (children.ts); Ready when every instance is. On deletion, the
+ * finalizer's cleanup does what deletionPolicy says (lifecycle.ts).
  */
 export const sampleDBController = controller(SampleDB)
   .named(OPERATOR_NAME)
@@ -124,6 +243,7 @@ export const sampleDBController = controller(SampleDB)
   .owns(Secret)
   .owns(ConfigMap)
   .owns(Job)
+  .owns(PersistentVolumeClaim)
   .watches(
     Pod,
     (pod) => ({ namespace: pod.metadata?.namespace, name: pod.metadata?.labels?.[INSTANCE] ?? "" }),
@@ -131,123 +251,9 @@ export const sampleDBController = controller(SampleDB)
   )
   // Pods: the role label the Services select by, and followers restarted after a failover.
   .permits({ apiGroups: [""], resources: ["pods"], verbs: ["patch", "delete"] })
-  // The backup volume (not owned: it outlives the SampleDB) and, on deletion, the data volumes.
-  .permits({
-    apiGroups: [""],
-    resources: ["persistentvolumeclaims"],
-    verbs: ["get", "list", "create", "patch", "delete"],
-  })
-  .reconcile(async (db, ctx) => {
-    if (ctx.deleted) {
-      sampleDBMetrics.forget(names(db).namespace, names(db).name);
-      return done(); // owned objects go with it (garbage collection)
-    }
-    const { name, namespace } = names(db);
-    let primary = db.status?.primary ?? `${name}-0`;
-    const pods = ctx.cache.list(Pod, { namespace, labels: podLabels(db, "instance") });
-    const credentials = await passwords(db, ctx);
-    const elected =
-      db.status?.initialized && !isDeleting(db)
-        ? await elect(ctx, pods, primary, credentials.superuser)
-        : undefined;
-    let promotedAt = db.status?.promotedAt;
-    if (elected) {
-      // Recorded before anything acts on it: a restarted operator carries on with the same choice.
-      promotedAt = ctx.now().toISOString();
-      ctx.event("Warning", "Failover", `${primary} does not serve: ${elected} becomes the primary`);
-      await ctx.status({ primary: elected, promotedAt });
-      sampleDBMetrics.failedOver(db);
-      primary = elected;
-    }
-    const primaryReady = pods.some((pod) => pod.metadata?.name === primary && isReady(pod));
-    if (isDeleting(db)) {
-      if (db.status?.phase !== "Deleting") await ctx.status({ phase: "Deleting" });
-      const again = await finalize(db, ctx, primaryReady);
-      return again === 0 ? done() : after(`${Math.ceil(again / 1000)}s`);
-    }
-    await addFinalizer(ctx.client, db, FINALIZER);
-    await ctx.apply(credentialsSecret(db, credentials));
-    await ctx.apply(connectionConfigMap(db, primary));
-    await ctx.apply(headlessService(db));
-    await ctx.apply(roleService(db, "primary"));
-    if (db.spec.instances > 1) await ctx.apply(roleService(db, "replica"));
-    const current = ctx.cache.get(StatefulSet, names(db).name, names(db).namespace);
-    await ctx.apply(statefulSet(db, restartArguments(db), current));
-    // Not owned: the backups outlive the SampleDB (restore, deletionPolicy Snapshot).
-    await ctx.apply(backupVolume(db), { owned: false });
-
-    // For ten minutes after a promotion: the promotion (idempotent) and the followers' restarts.
-    const promoting = promotedAt !== undefined && ctx.now().getTime() - Date.parse(promotedAt) < 600_000;
-    // Before the labels move the Services: a client reaches the new primary once it takes writes.
-    const replication = await replicate(db, ctx, pods, primary, {
-      password: credentials.superuser,
-      promoting,
-    }).catch((error: Error) => {
-      ctx.event("Warning", "ReplicationUnknown", `${primary}: ${error.message}`);
-      return undefined;
-    });
-    const promoted = !promoting || replication !== undefined;
-    if (promoted) await labelRoles(db, ctx, pods, primary);
-    if (promoting && promotedAt) await restartFollowers(db, ctx, pods, primary, promotedAt);
-    const readyInstances = pods.filter(isReady).length;
-
-    let initialized = db.status?.initialized === true;
-    if (!initialized && primaryReady) {
-      await ctx.apply(initJob(db, restoreStep(db)));
-      const state = jobStatus(ctx.cache.get(Job, names(db).init, namespace)).state;
-      if (state === "Failed") ctx.event("Warning", "InitFailed", "the initialisation Job failed");
-      if (state === "Complete") {
-        initialized = true;
-        ctx.event("Normal", "Initialized", `role and database ${db.spec.database} created`);
-      }
-    }
-    const parametersApplied =
-      initialized && primaryReady ? await reloadParameters(db, ctx) : db.status?.parametersApplied;
-    const backups: BackupState | undefined =
-      db.spec.backup && initialized && primaryReady ? await scheduleBackups(db, ctx) : undefined;
-    const waiting = replication?.writes === "Waiting";
-    const ready = initialized && readyInstances === db.spec.instances && !waiting;
-    const phase = ready ? "Ready" : initialized ? "Degraded" : primaryReady ? "Initializing" : "Creating";
-    const lastBackup = backups?.lastBackup ?? db.status?.lastBackup;
-    sampleDBMetrics.observe(db, {
-      primary,
-      readyInstances,
-      pods,
-      superuserPassword: credentials.superuser,
-      lastBackup,
-      promotedAt,
-    });
-    if (phase !== db.status?.phase)
-      ctx.event("Normal", phase, `${readyInstances}/${db.spec.instances} ready`);
-    await ctx.status(
-      {
-        phase,
-        primary,
-        readyInstances,
-        ready: `${readyInstances}/${db.spec.instances}`,
-        version: db.spec.image.split(":").pop()?.split(".")[0] ?? "",
-        initialized,
-        ...(parametersApplied ? { parametersApplied } : {}),
-        ...(replication ? { replication: replicationStatus(replication) } : {}),
-        ...(backups?.lastBackup
-          ? { lastBackup: backups.lastBackup, lastBackupFile: backups.lastBackupFile }
-          : {}),
-      },
-      {
-        ready: ready
-          ? true
-          : waiting
-            ? { status: false, reason: "WritesWait", message: replication?.message ?? "" }
-            : {
-                status: false,
-                reason: phase,
-                message: `${readyInstances} of ${db.spec.instances} instances ready`,
-              },
-      },
+  .reconcile((db, ctx) => {
+    if (ctx.gone) sampleDBMetrics.forget(names(db).namespace, names(db).name);
+    return finalizer(db, ctx, FINALIZER, (event) =>
+      event.type === "cleanup" ? cleanUp(db, ctx) : reconcileLive(db, ctx),
     );
-    // Pods, the StatefulSet and the Jobs wake us; the rest is the backup schedule and a safety net.
-    if (!ready || !promoted) return after("15s");
-    // A standby streams a moment after its pod is Ready: look again until every one is named.
-    if (replication && replication.streaming.length < db.spec.instances - 1) return after("5s");
-    return backups ? after(`${Math.ceil(backups.nextInMs / 1000)}s`) : done();
   });

@@ -1,8 +1,10 @@
-import { NotFound, type ReconcileContext } from "kubeloop";
-import { Job, PersistentVolumeClaim, StatefulSet } from "kubeloop/k8s";
-import { finishedJobsToPrune, jobStatus, removeFinalizer } from "kubeloop/resources";
+import { after, done, NotFound, type ReconcileContext, type ReconcileResult } from "kubeloop";
+import { Job, PersistentVolumeClaim, Pod } from "kubeloop/k8s";
+import { finishedJobsToPrune, jobStatus } from "kubeloop/resources";
 import { backupFile, backupJob, intervalMs } from "./backup.ts";
-import { INSTANCE, labels, names, type SampleDBObject } from "./objects.ts";
+import { sampleDBChildren } from "./children.ts";
+import { isReady } from "./failover.ts";
+import { INSTANCE, labels, names, podLabels, type SampleDBObject } from "./objects.ts";
 
 type Ctx = ReconcileContext<SampleDBObject>;
 
@@ -65,80 +67,80 @@ export async function scheduleBackups(db: SampleDBObject, ctx: Ctx): Promise<Bac
 }
 
 /**
- * Deletion, per `spec.deletionPolicy`: Snapshot runs a final backup Job and waits for it, then
- * (as Delete) removes the StatefulSet and the data volumes (Delete: the backups too); Retain
- * removes the StatefulSet only. Returns the milliseconds to look again, or 0 once done (the
- * finalizer removed).
+ * Snapshot's final backup: a Job started once the primary serves. Undefined once it completed;
+ * else when to look again.
  */
-export async function finalize(db: SampleDBObject, ctx: Ctx, primaryReady: boolean): Promise<number> {
+async function finalBackup(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult | undefined> {
   const { name, namespace } = names(db);
-  const policy = db.spec.deletionPolicy;
-  if (policy === "Snapshot") {
-    const jobName = `${name}-final-backup`;
-    const state = jobStatus(ctx.cache.get(Job, jobName, namespace)).state;
-    if (state === "Absent") {
-      if (!primaryReady) {
-        ctx.event("Warning", "FinalBackupWaiting", "the primary is not ready: the final backup waits for it");
-        return 10_000;
-      }
-      const file = backupFile(ctx.now());
-      await ctx.apply(backupJob(db, jobName, file));
-      ctx.event("Normal", "FinalBackupStarted", `Job ${jobName} writes ${file}`);
-      return 2_000;
-    }
-    if (state === "Failed") {
-      ctx.event(
-        "Warning",
-        "FinalBackupFailed",
-        `Job ${jobName} failed: the SampleDB stays until a backup succeeds (or deletionPolicy is changed)`,
+  const jobName = `${name}-final-backup`;
+  const state = jobStatus(ctx.cache.get({ type: Job, namespace, name: jobName })).state;
+  if (state === "Complete") return undefined;
+  if (state === "Running") return after("2s");
+  if (state === "Failed") {
+    ctx.event(
+      "Warning",
+      "FinalBackupFailed",
+      `Job ${jobName} failed: the SampleDB stays until a backup succeeds (or deletionPolicy is changed)`,
+    );
+    return after("30s");
+  }
+  const primary = db.status?.primary ?? `${name}-0`;
+  const pod = ctx.cache.get({ type: Pod, namespace, name: primary });
+  if (!pod || !isReady(pod)) {
+    ctx.event("Warning", "FinalBackupWaiting", "the primary is not ready: the final backup waits for it");
+    return after("10s");
+  }
+  const file = backupFile(ctx.now());
+  await ctx.apply(backupJob(db, jobName, file));
+  ctx.event("Normal", "FinalBackupStarted", `Job ${jobName} writes ${file}`);
+  return after("2s");
+}
+
+/**
+ * Delete's last step: the backup Jobs (a pod that mounts the backup volume holds it, even once
+ * completed) and the backup volume. Undefined once they are gone.
+ */
+async function deleteBackups(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult | undefined> {
+  const { name, namespace, backups } = names(db);
+  const jobs = await ctx.client.list(Job, {
+    namespace,
+    labelSelector: `${INSTANCE}=${name}`,
+    signal: ctx.signal,
+  });
+  for (const job of jobs.items)
+    if (!job.metadata?.deletionTimestamp)
+      await ignoreNotFound(
+        ctx.client.delete(Job, job.metadata?.name ?? "", { namespace, propagationPolicy: "Background" }),
       );
-      return 30_000;
-    }
-    if (state === "Running") return 2_000;
-  }
-  // Foreground: the StatefulSet goes after its pods, so no instance still runs when we are done.
-  if (ctx.cache.get(StatefulSet, name, namespace)) {
-    await ignoreNotFound(
-      ctx.client.delete(StatefulSet, name, { namespace, propagationPolicy: "Foreground" }),
-    );
-    return 2_000;
-  }
-  if (policy === "Delete") {
-    // A pod that mounts the backup volume holds it (kubernetes.io/pvc-protection) even once
-    // completed, and finished backup Jobs keep theirs for a day: the Jobs and their pods go first.
-    const jobs = await ctx.client.list(Job, {
-      namespace,
-      labelSelector: `${INSTANCE}=${name}`,
-      signal: ctx.signal,
-    });
-    for (const job of jobs.items)
-      if (!job.metadata?.deletionTimestamp)
-        await ignoreNotFound(
-          ctx.client.delete(Job, job.metadata?.name ?? "", { namespace, propagationPolicy: "Background" }),
-        );
-  }
-  if (policy !== "Retain") {
-    const claims = await ctx.client.list(PersistentVolumeClaim, {
-      namespace,
-      labelSelector: `app.kubernetes.io/instance=${name}`,
-      signal: ctx.signal,
-    });
-    const doomed = claims.items.filter(
-      (claim) =>
-        claim.metadata?.name?.startsWith(`data-${name}-`) ||
-        (policy === "Delete" && claim.metadata?.name === names(db).backups),
-    );
-    for (const claim of doomed)
-      if (!claim.metadata?.deletionTimestamp)
-        await ignoreNotFound(
-          ctx.client.delete(PersistentVolumeClaim, claim.metadata?.name ?? "", { namespace }),
-        );
-    // A claim goes once no pod uses it (kubernetes.io/pvc-protection): wait for it.
-    if (doomed.length > 0) return 2_000;
-  }
+  const claim = ctx.cache.get({ type: PersistentVolumeClaim, namespace, name: backups });
+  if (!claim) return undefined;
+  if (!claim.metadata?.deletionTimestamp)
+    await ignoreNotFound(ctx.client.delete(PersistentVolumeClaim, backups, { namespace }));
+  // It goes once no pod uses it (kubernetes.io/pvc-protection): wait for it.
+  return after("2s");
+}
+
+/**
+ * The finalizer's cleanup, per `spec.deletionPolicy`: Snapshot takes a final backup first; then
+ * the children go in reverse order (the StatefulSet, then the data volumes, waited for until no
+ * pod holds them; under Retain the volumes are kept, out of the set) and the instances' pods are
+ * waited for; Delete removes the backups too. `done()` lets the finalizer go.
+ */
+export async function cleanUp(db: SampleDBObject, ctx: Ctx): Promise<ReconcileResult> {
+  if (db.status?.phase !== "Deleting") await ctx.status({ phase: "Deleting" });
+  const policy = db.spec.deletionPolicy;
+  const waiting =
+    (policy === "Snapshot" ? await finalBackup(db, ctx) : undefined) ??
+    (await sampleDBChildren.cleanup(db, ctx)).result;
+  if (waiting.kind !== "done") return waiting;
+  // The StatefulSet went in the background: done once no instance runs (under Retain too, whose
+  // volumes nothing holds back), so a SampleDB made again with the name never meets the old pods.
+  if (ctx.cache.list(Pod, { namespace: names(db).namespace, labels: podLabels(db, "instance") }).length > 0)
+    return after("2s");
+  const backups = policy === "Delete" ? await deleteBackups(db, ctx) : undefined;
+  if (backups) return backups;
   ctx.event("Normal", "Deleted", `deletionPolicy ${policy}: done`);
-  await removeFinalizer(ctx.client, db, FINALIZER);
-  return 0;
+  return done();
 }
 
 async function ignoreNotFound(request: Promise<unknown>): Promise<void> {

@@ -108,7 +108,7 @@ const spec = Type.Object(
     deletionPolicy: Type.Union([Type.Literal("Snapshot"), Type.Literal("Delete"), Type.Literal("Retain")], {
       default: "Snapshot",
       description:
-        "On deletion: Snapshot takes a final backup, then removes the StatefulSet and the data volumes (backups stay); Delete removes everything, backups included; Retain removes the StatefulSet and keeps the volumes.",
+        "On deletion: Snapshot takes a final backup, then removes the StatefulSet and the data volumes (backups stay); Delete removes everything, backups included; Retain removes the StatefulSet and keeps the volumes. On a scale-down, the removed instances' data volumes are deleted (Snapshot, Delete: a standby's data is a copy of the primary's) or kept (Retain).",
     }),
   },
   { description: "The desired database." },

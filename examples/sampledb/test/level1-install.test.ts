@@ -1,10 +1,12 @@
+import { pollUntil } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { World } from "./world.ts";
 
 // Level 1 on real pods: a SampleDB becomes PostgreSQL in a StatefulSet on PersistentVolumeClaims
 // the default StorageClass binds, configured by a Job; an application pod reaches it through the
 // read-write Service with the credentials Secret and the connection ConfigMap; with 3 instances
-// the replicas stream from the primary and serve reads through the read-only Service.
+// the replicas stream from the primary and serve reads through the read-only Service; scaled to 1
+// and back, the read-only Service and the removed instances' volumes go, then come back.
 
 const world = new World();
 const ns = "shop";
@@ -101,6 +103,42 @@ SQL`,
       ns,
       "catalog",
       "reader",
+      `for i in $(seq 30); do
+  out=$(psql -Atc "select pg_is_in_recovery(), n from t" 2>/dev/null) && [ -n "$out" ] && { echo "$out"; exit 0; }
+  sleep 1
+done; exit 1`,
+      "readOnlyHost",
+    );
+    expect(read.trim()).toBe("t|42");
+  });
+
+  it("scales 3 → 1 and back: the read-only Service and the removed instances' volumes go, then return", async () => {
+    const claims = async () =>
+      (await world.ok(["-n", ns, "get", "pvc", "-l", "app.kubernetes.io/instance=catalog", "-o", "name"]))
+        .split("\n")
+        .filter((claim) => claim.includes("data-"))
+        .sort();
+    const services = () =>
+      world.ok(["-n", ns, "get", "svc", "-l", "app.kubernetes.io/instance=catalog", "-o", "name"]);
+    await apply("catalog", 1);
+    // deletionPolicy Snapshot: a removed standby's volume goes (its data is a copy of the primary's).
+    await pollUntil(async () => (await claims()).length === 1, {
+      timeoutMs: 120_000,
+      intervalMs: 1_000,
+      message: "the volumes of instances 1 and 2 deleted",
+    });
+    expect(await claims()).toEqual(["persistentvolumeclaim/data-catalog-0"]);
+    expect(await services()).not.toContain("catalog-ro");
+    await world.waitFor(ns, "catalog", "{.status.ready}", (ready) => ready === "1/1", "1/1 ready");
+
+    await apply("catalog", 3);
+    await world.waitFor(ns, "catalog", "{.status.ready}", (ready) => ready === "3/3", "3/3 ready", 240_000);
+    expect(await services()).toContain("catalog-ro");
+    // The new standbys copied the primary afresh: the row is there, read in recovery.
+    const read = await world.sqlPod(
+      ns,
+      "catalog",
+      "reader-again",
       `for i in $(seq 30); do
   out=$(psql -Atc "select pg_is_in_recovery(), n from t" 2>/dev/null) && [ -n "$out" ] && { echo "$out"; exit 0; }
   sleep 1

@@ -37,6 +37,7 @@ export {
   type AppliedChildren,
   applySetId,
   type ChildOptions,
+  type ChildReadinessContext,
   type CleanupOutcome,
   DEPENDENT_LABEL,
   Dependents,

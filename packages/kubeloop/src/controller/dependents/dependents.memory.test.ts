@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe } from "vitest";
 import { parse } from "yaml";
 import { dependentsCases } from "../../../test/dependents-cases.js";
+import { dependentsInputCases } from "../../../test/dependents-inputs-cases.js";
 import { namespaces } from "../../../test/helpers.js";
 import { MemoryApiServer } from "../../testing/memory/index.js";
 
@@ -18,6 +19,11 @@ const namespace = namespaces(() => client, "deps");
 
 describe("dependents on MemoryApiServer", () => {
   dependentsCases(() => ({
+    client,
+    namespace,
+    installCrd: async (crd) => server.installCrd(crd as never),
+  }));
+  dependentsInputCases(() => ({
     client,
     namespace,
     installCrd: async (crd) => server.installCrd(crd as never),

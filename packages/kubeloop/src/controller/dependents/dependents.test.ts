@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe } from "vitest";
 import { dependentsCases } from "../../../test/dependents-cases.js";
+import { dependentsInputCases } from "../../../test/dependents-inputs-cases.js";
 import { namespaces, startPlane, stopPlane } from "../../../test/helpers.js";
 import type { Client } from "../../client/index.js";
 import type { ControlPlane, CrdObject } from "../../testing/index.js";
@@ -22,6 +23,13 @@ const namespace = namespaces(() => client, "deps");
 
 describe("dependents on a real API server", () => {
   dependentsCases(() => ({
+    client,
+    namespace,
+    installCrd: async (crd) => {
+      await plane.installCrdObjects([crd as unknown as CrdObject]);
+    },
+  }));
+  dependentsInputCases(() => ({
     client,
     namespace,
     installCrd: async (crd) => {

@@ -44,7 +44,7 @@ const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
  *   .reconcile(async (site, ctx) => (await children.reconcile(site, ctx)).result);
  * ```
  */
-export class Dependents<P extends KubeObject> {
+export class Dependents<P extends KubeObject, I = undefined> {
   private readonly nodes: ChildNode<P>[] = [];
   private compiled: Declaration<P> | undefined;
 
@@ -69,8 +69,8 @@ export class Dependents<P extends KubeObject> {
   child<U extends KubeObject>(
     name: string,
     type: ResourceType<U>,
-    desired: (primary: P, applied: AppliedChildren) => Desired<NoInfer<U>> | undefined,
-    options: ChildOptions<P, NoInfer<U>> = {},
+    desired: (primary: P, applied: AppliedChildren, inputs: I) => Desired<NoInfer<U>> | undefined,
+    options: ChildOptions<P, NoInfer<U>, I> = {},
   ): this {
     return this.add(name, type, false, desired, options);
   }
@@ -79,8 +79,8 @@ export class Dependents<P extends KubeObject> {
   children<U extends KubeObject>(
     name: string,
     type: ResourceType<U>,
-    desired: (primary: P, applied: AppliedChildren) => readonly Desired<NoInfer<U>>[],
-    options: ChildOptions<P, NoInfer<U>> = {},
+    desired: (primary: P, applied: AppliedChildren, inputs: I) => readonly Desired<NoInfer<U>>[],
+    options: ChildOptions<P, NoInfer<U>, I> = {},
   ): this {
     return this.add(name, type, true, desired, options);
   }
@@ -90,9 +90,16 @@ export class Dependents<P extends KubeObject> {
    * is not ready, deletes those made before and no longer wanted, and writes the condition.
    * Call it from the reconcile of a live primary; on deletion, call {@link Dependents.cleanup}. For
    * a primary being deleted it does nothing (`ready` false, `waitingFor` undefined, `done()`).
+   * `inputs` (declared with `dependents<P, I>(…)`) are what this pass's desired functions,
+   * preconditions and readiness checks read besides the primary: values the reconcile computed
+   * before (a password read from a Secret, the instance it elected), so they stay plain functions.
    */
-  reconcile(primary: P, ctx: ReconcileContext<P>): Promise<DependentsOutcome> {
-    return reconcileDependents(this.declaration(), primary, ctx);
+  reconcile(
+    primary: P,
+    ctx: ReconcileContext<P>,
+    ...inputs: undefined extends I ? [inputs?: I] : [inputs: I]
+  ): Promise<DependentsOutcome> {
+    return reconcileDependents(this.declaration(), primary, ctx, inputs[0]);
   }
 
   /**
@@ -125,8 +132,12 @@ export class Dependents<P extends KubeObject> {
     name: string,
     type: ResourceType<U>,
     bulk: boolean,
-    desired: (primary: P, applied: AppliedChildren) => Desired<U> | readonly Desired<U>[] | undefined,
-    options: ChildOptions<P, U>,
+    desired: (
+      primary: P,
+      applied: AppliedChildren,
+      inputs: I,
+    ) => Desired<U> | readonly Desired<U>[] | undefined,
+    options: ChildOptions<P, U, I>,
   ): this {
     if (this.compiled)
       throw new Error(
@@ -150,7 +161,7 @@ export class Dependents<P extends KubeObject> {
       bulk,
       desired: desired as ChildNode<P>["desired"],
       dependsOn: options.dependsOn ?? [],
-      options: options as ChildOptions<P, KubeObject>,
+      options: options as ChildOptions<P, KubeObject, unknown>,
     });
     return this;
   }
@@ -177,10 +188,14 @@ export class Dependents<P extends KubeObject> {
   }
 }
 
-/** Starts a declaration of `primary`'s children. */
-export function dependents<P extends KubeObject>(
+/**
+ * Starts a declaration of `primary`'s children. With `I` (`dependents<DbObject, Inputs>(Db)`), each
+ * pass is given inputs of that type (`children.reconcile(db, ctx, inputs)`), which the desired
+ * functions, `when` and readiness checks receive.
+ */
+export function dependents<P extends KubeObject, I = undefined>(
   primary: ResourceType<P>,
   options: DependentsOptions = {},
-): Dependents<P> {
-  return new Dependents(primary, options);
+): Dependents<P, I> {
+  return new Dependents<P, I>(primary, options);
 }

@@ -18,6 +18,7 @@ export { type Readiness, type ReadinessContext, readiness } from "./readiness.js
 export type {
   AppliedChildren,
   ChildOptions,
+  ChildReadinessContext,
   CleanupOutcome,
   DependentsOptions,
   DependentsOutcome,

@@ -1,4 +1,4 @@
-import { type KubeObject, objectKey, type ResourceType } from "../../client/index.js";
+import { type KubeObject, NotFound, objectKey, type ResourceType, refTo } from "../../client/index.js";
 import { type Condition, isDeleting, setCondition } from "../../resources/index.js";
 import type { ReconcileContext } from "../context.js";
 import { after, done } from "../result.js";
@@ -39,6 +39,7 @@ export async function reconcileDependents<P extends KubeObject>(
   declaration: Declaration<P>,
   primary: P,
   ctx: ReconcileContext<P>,
+  inputs?: unknown,
 ): Promise<DependentsOutcome> {
   // Being deleted (garbage collection, or a finalizer's cleanup still to come): nothing is applied,
   // nothing written; `cleanup(…)` is the pass for a deletion.
@@ -60,7 +61,10 @@ export async function reconcileDependents<P extends KubeObject>(
   for (const wave of declaration.waves) {
     await Promise.all(
       wave.map(async (node) =>
-        states.set(node.name, await reconcileChild(node, primary, ctx, states, applied, setId, isOn)),
+        states.set(
+          node.name,
+          await reconcileChild(node, { primary, inputs, ctx, states, applied, setId, isOn }),
+        ),
       ),
     );
   }
@@ -89,36 +93,74 @@ function deleting<P extends KubeObject>(declaration: Declaration<P>): Dependents
   };
 }
 
-async function reconcileChild<P extends KubeObject>(
-  node: ChildNode<P>,
-  primary: P,
-  ctx: ReconcileContext<P>,
-  states: Map<string, State>,
-  applied: AppliedChildren,
-  setId: string,
-  isOn: (type: ResourceType) => boolean,
-): Promise<State> {
-  if (node.dependsOn.some((name) => !satisfied(states.get(name)))) return { kind: "blocked" };
-  if (node.options.when && !node.options.when(primary)) return { kind: "unwanted" };
-  const desired = node.desired(primary, applied);
+/** What one child's reconcile reads of the pass. */
+interface Pass<P extends KubeObject> {
+  primary: P;
+  inputs: unknown;
+  ctx: ReconcileContext<P>;
+  states: Map<string, State>;
+  applied: AppliedChildren;
+  setId: string;
+  isOn: (type: ResourceType) => boolean;
+}
+
+async function reconcileChild<P extends KubeObject>(node: ChildNode<P>, pass: Pass<P>): Promise<State> {
+  const { primary, inputs, ctx } = pass;
+  if (node.dependsOn.some((name) => !satisfied(pass.states.get(name)))) return { kind: "blocked" };
+  if (node.options.when && !node.options.when(primary, inputs)) return { kind: "unwanted" };
+  const desired = node.desired(primary, pass.applied, inputs);
   const list = (desired === undefined ? [] : Array.isArray(desired) ? desired : [desired]) as KubeObject[];
   // Not served matters only for a child that is wanted: one that is not waits for nothing.
-  if (list.length > 0 && !isOn(node.type)) return { kind: "inactive" };
+  if (list.length > 0 && !pass.isOn(node.type)) return { kind: "inactive" };
   if (!node.bulk && list.length > 1)
     throw new TypeError(
       `dependent "${node.name}" is single but its function returned a list: declare it with children(…)`,
     );
   if (list.length === 0) return { kind: "unwanted" };
   checkDesired(node, list, primary);
-  const objects = await Promise.all(list.map((object) => ctx.apply(asMember(object, setId, node.name))));
+  const objects = await Promise.all(
+    list.map((object) =>
+      node.options.createOnly
+        ? createOnce(node, asMember(object, pass.setId, node.name), ctx)
+        : ctx.apply(asMember(object, pass.setId, node.name)),
+    ),
+  );
   for (const object of node.options.ready ? objects : []) {
-    const answer = await node.options.ready?.(object, { client: ctx.client, signal: ctx.signal });
+    const answer = await node.options.ready?.(object, {
+      client: ctx.client,
+      signal: ctx.signal,
+      primary,
+      inputs,
+    });
     if (answer !== true) {
       const name = `${object.kind ?? node.type.kind} ${object.metadata?.name ?? ""}`;
       return { kind: "applied", objects, ready: { object: name, detail: answer || "not ready" } };
     }
   }
   return { kind: "applied", objects, ready: true };
+}
+
+/**
+ * A `createOnly` child: the object as it is when it exists (from the cache when the controller
+ * owns its kind, else the API server), applied only when it does not.
+ */
+async function createOnce<P extends KubeObject>(
+  node: ChildNode<P>,
+  object: KubeObject,
+  ctx: ReconcileContext<P>,
+): Promise<KubeObject> {
+  const ref = refTo(node.type, object.metadata?.name ?? "", object.metadata?.namespace);
+  let existing: KubeObject | undefined;
+  try {
+    existing = ctx.cache.get(ref);
+  } catch {
+    // Not cached by this controller: ask the server.
+    existing = await ctx.client.get(ref, { signal: ctx.signal }).catch((error: unknown) => {
+      if (error instanceof NotFound) return undefined;
+      throw error;
+    });
+  }
+  return existing ?? ctx.apply(object);
 }
 
 /** Each desired object is of the declared kind, named, in the primary's namespace, and named once. */

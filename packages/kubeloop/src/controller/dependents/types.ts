@@ -1,7 +1,7 @@
 import type { KubeObject, ResourceType } from "../../client/index.js";
 import type { ConditionInput } from "../../resources/index.js";
 import type { Duration, ReconcileResult } from "../result.js";
-import type { Readiness } from "./readiness.js";
+import type { Readiness, ReadinessContext } from "./readiness.js";
 
 /** The shapes of a dependents declaration and of what its passes return. */
 
@@ -23,17 +23,29 @@ export interface AppliedChildren {
   all<U extends KubeObject = KubeObject>(name: string): U[];
 }
 
+/**
+ * What a child's own readiness check gets: the built-in checks' context, and the primary and the
+ * pass's inputs (a check that needs more than the child itself, such as "its primary pod serves").
+ */
+export interface ChildReadinessContext<P extends KubeObject, I = undefined> extends ReadinessContext {
+  readonly primary: P;
+  readonly inputs: I;
+}
+
 /** How a declared child is reconciled. */
-export interface ChildOptions<P extends KubeObject, U extends KubeObject> {
+export interface ChildOptions<P extends KubeObject, U extends KubeObject, I = undefined> {
   /** Children that must be ready (or not wanted) before this one is applied. Declared earlier. */
   dependsOn?: readonly string[];
-  /** When it counts as ready (see `readiness`); without it, ready once applied. */
-  ready?: Readiness<U>;
+  /**
+   * When it counts as ready (see `readiness`); without it, ready once applied. A `Readiness` of
+   * the kind, or a function that also reads the primary and the pass's inputs.
+   */
+  ready?: (object: U, ctx: ChildReadinessContext<P, I>) => ReturnType<Readiness<U>>;
   /**
    * The reconcile precondition: while false, the child is not wanted (so it is deleted if it
    * exists, as when its desired function returns nothing). Children depending on it go ahead.
    */
-  when?: (primary: P) => boolean;
+  when?: (primary: P, inputs: I) => boolean;
   /**
    * Active only while the API server serves its kind (a CRD that may be installed later):
    * while it is not, the child and the children depending on it wait, the primary's condition says
@@ -45,6 +57,13 @@ export interface ChildOptions<P extends KubeObject, U extends KubeObject> {
    * (leave it, without the set's label and this primary's owner reference: a PVC to retain).
    */
   unwanted?: Unwanted | ((object: U, primary: P) => Unwanted);
+  /**
+   * Created when missing, never updated: once it exists, the pass reads it (for readiness) instead
+   * of applying it. For objects whose spec cannot change once made, such as a Job's template (a
+   * new spec would be refused on every pass); change its name to run a new one. JOSDK: a
+   * dependent that is a `Creator` but not an `Updater`.
+   */
+  createOnly?: boolean;
   /**
    * On the primary's deletion (`cleanup`), delete this child only once these children are gone.
    * Default: the children that depend on it (creation order reversed).
@@ -108,9 +127,13 @@ export interface ChildNode<P extends KubeObject = KubeObject> {
   readonly name: string;
   readonly type: ResourceType;
   readonly bulk: boolean;
-  readonly desired: (primary: P, applied: AppliedChildren) => KubeObject | readonly KubeObject[] | undefined;
+  readonly desired: (
+    primary: P,
+    applied: AppliedChildren,
+    inputs: unknown,
+  ) => KubeObject | readonly KubeObject[] | undefined;
   readonly dependsOn: readonly string[];
-  readonly options: ChildOptions<P, KubeObject>;
+  readonly options: ChildOptions<P, KubeObject, unknown>;
 }
 
 /** A declaration, as the reconcile and cleanup passes read it. @internal */
