@@ -376,6 +376,12 @@ const operatorTs = join(here, "peers", "kubeloop", "widget-operator.ts");
 const kubeloop = [process.execPath, operatorTs];
 const rows = [
   { id: "kubeloop-fair", name: "kubeloop, fairness on (default)", argv: kubeloop },
+  {
+    id: "kubeloop-spare",
+    name: "kubeloop, fairness on + 1 spare worker",
+    argv: kubeloop,
+    env: { SPARE_WORKERS: "1" },
+  },
   { id: "kubeloop-fifo", name: "kubeloop, fairness off (FIFO)", argv: kubeloop, env: { FAIRNESS: "off" } },
   {
     id: "controller-runtime",

@@ -5,7 +5,8 @@
 // Env: KUBECONFIG, CONCURRENCY (default 4), EXPECT (print PASS after that many reconciles),
 // KEEP_MANAGED_FIELDS, FAIRNESS (off: FIFO within a priority), TRACE_PREFIX (print TRACE lines with
 // wall-clock times for the Widgets of namespaces starting with it: bench/fairness.mjs's breakdown),
-// SKIP_PREFIX (reconcile nothing in namespaces starting with it: bench/fairness.mjs's floor).
+// SKIP_PREFIX (reconcile nothing in namespaces starting with it: bench/fairness.mjs's floor),
+// SPARE_WORKERS (fairness's spare workers).
 // Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
 import { readFileSync } from "node:fs";
 import { getHeapSpaceStatistics } from "node:v8";
@@ -35,7 +36,8 @@ const widgets = controller(Widget)
   .owns(ConfigMap)
   .concurrency(concurrency)
   // FAIRNESS=off: FIFO within a priority (bench/fairness.mjs compares); default: by namespace.
-  .fairness(process.env.FAIRNESS === "off" ? false : {})
+  // SPARE_WORKERS=n: n workers more than CONCURRENCY, kept for the namespaces other than a busy one.
+  .fairness(process.env.FAIRNESS === "off" ? false : { spareWorkers: Number(process.env.SPARE_WORKERS ?? 0) })
   .reconcile(async (widget, ctx) => {
     try {
       if (ctx.deleted) return done();

@@ -10,7 +10,7 @@ import {
   type Reconciler,
   type Source,
 } from "./controller.js";
-import type { FairnessOptions } from "./fairness.js";
+import { type FairnessOptions, spareWorkers } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
 import {
   type DaemonOptions,
@@ -214,6 +214,7 @@ export class ControllerBuilder<T extends KubeObject> {
    * ```
    */
   fairness(options: FairnessOptions | false): this {
+    spareWorkers(options); // a bad spareWorkers fails here, not when the manager starts
     this.spec.fairness = options;
     return this;
   }
