@@ -15,9 +15,11 @@ export const wall = () => performance.timeOrigin + performance.now();
 export function parseTrace(lines) {
   const events = new Map(); // "ns/generation" → first time the operator's informer had it
   const reconciles = new Map(); // ns → [{ generation, start, applied, status }]
+  const loop = []; // { at, p99, max }: the operator's event-loop delay, each second
   for (const line of lines) {
     const [tag, what, ns, generation, ...times] = line.split(" ");
     if (tag !== "TRACE") continue;
+    if (what === "loop") loop.push({ at: Number(ns), p99: Number(times[0]), max: Number(times[1]) });
     const key = `${ns}/${generation}`;
     if (what === "event" && !events.has(key)) events.set(key, Number(times[0]));
     if (what === "reconcile") {
@@ -27,7 +29,24 @@ export function parseTrace(lines) {
       reconciles.set(ns, list);
     }
   }
-  return { events, reconciles };
+  return { events, reconciles, loop };
+}
+
+/** The operator's event-loop delay (ms) over the seconds of `phases`: median of the per-second p99s, and the max. */
+export function loopDelay(trace, samples, phases) {
+  const chosen = samples.filter((s) => phases.includes(s.phase));
+  if (chosen.length === 0 || trace.loop.length === 0) return undefined;
+  const from = Math.min(...chosen.map((s) => s.at));
+  const to = Math.max(...chosen.map((s) => s.at + s.ms));
+  const seconds = trace.loop.filter((l) => l.at >= from && l.at <= to + 1000);
+  if (seconds.length === 0) return undefined;
+  return {
+    p99: quantile(
+      seconds.map((l) => l.p99),
+      0.5,
+    ),
+    max: Math.max(...seconds.map((l) => l.max)),
+  };
 }
 
 /**
@@ -73,7 +92,13 @@ export function breakdown(samples, trace, phases) {
   const tail = Object.fromEntries(
     SEGMENTS.map((name) => [name, slowest.reduce((sum, s) => sum + s.parts[name], 0) / slowest.length]),
   );
-  return { n: split.length, stats, tail, tailMs: slowest.reduce((sum, s) => sum + s.ms, 0) / slowest.length };
+  return {
+    n: split.length,
+    stats,
+    tail,
+    tailMs: slowest.reduce((sum, s) => sum + s.ms, 0) / slowest.length,
+    loop: loopDelay(trace, samples, phases),
+  };
 }
 
 /** The breakdown as table rows: one per phase, each segment as p50 / p99 and the tail's mean. */
@@ -81,13 +106,13 @@ export function breakdownRows(name, results) {
   const ms = (x) => (Number.isFinite(x) ? `${Math.round(x)}` : "–");
   return Object.entries(results).map(
     ([phase, b]) =>
-      `| ${name} | ${phase} | ${b.n} | ${SEGMENTS.map((s) => `${ms(b.stats[s].p50)} / ${ms(b.stats[s].p99)} (${ms(b.tail[s])})`).join(" | ")} | ${ms(b.tailMs)} |`,
+      `| ${name} | ${phase} | ${b.n} | ${SEGMENTS.map((s) => `${ms(b.stats[s].p50)} / ${ms(b.stats[s].p99)} (${ms(b.tail[s])})`).join(" | ")} | ${ms(b.tailMs)} | ${b.loop ? `${ms(b.loop.p99)} / ${ms(b.loop.max)}` : "–"} |`,
   );
 }
 
 export const BREAKDOWN_HEADER = [
-  "| operator | phase | changes | PATCH | watch → operator | queue | ConfigMap apply | status write | watch → bench | slowest tenth, mean |",
-  "|---|---|---|---|---|---|---|---|---|---|",
+  "| operator | phase | changes | PATCH | watch → operator | queue | ConfigMap apply | status write | watch → bench | slowest tenth, mean | operator's event-loop delay: p99 (median second) / max |",
+  "|---|---|---|---|---|---|---|---|---|---|---|",
 ];
 
 /**

@@ -1,5 +1,7 @@
 // One busy tenant against ten quiet ones: does the busy one starve the rest?
-// Run: npm run bench:fairness [-- --quick] [-- --only kubeloop-fair,controller-runtime]
+// Run: npm run bench:fairness [-- --quick] [-- --only kubeloop-fair,floor-busy] [-- --repeat 3]
+// Rows (--only): kubeloop-fair, kubeloop-spare, kubeloop-fifo, controller-runtime, floor, floor-busy;
+// --repeat runs the chosen rows that many times, back to back, in turn.
 //
 // The Widget operator of bench/peers (kubeloop, and controller-runtime with its priority queue, on
 // by default since v0.23), 4 workers each, on a fresh API server per row. Ten quiet namespaces
@@ -8,6 +10,10 @@
 // generation or a later one: changes that collapse into one reconcile each count their own wait).
 // First without load (the baseline), then while one namespace creates 5,000 Widgets as fast as the
 // API server takes them (bench/peers' Go load generator, 32 at a time), until all 5,000 are Ready.
+// The floors: the same quiet changes made Ready by the bench itself, straight from its own watch
+// (the two writes the operator makes, no queue, no workers), with no operator during the creates
+// (floor) or with kubeloop reconciling the noisy namespace only (floor-busy: the API server as busy
+// as in the kubeloop rows). Operator rows print TRACE lines that split each quiet change's wait.
 // Writes bench/RESULTS.fairness.md. See docs/performance.md for figures.
 
 import { spawn, spawnSync } from "node:child_process";
@@ -405,7 +411,7 @@ for (const id of only ?? []) {
 const results = [];
 for (let round = 0; round < Number(opts.repeat); round++) {
   for (const r of rows) {
-    if (only ? !only.includes(r.id) : r.floor) continue; // the floors run when asked for
+    if (only && !only.includes(r.id)) continue;
     const load = loadAverage();
     results.push({ ...(await row(r, join(goOut, "loadgen"))), loadBefore: load });
     log(JSON.stringify(results.at(-1)));
