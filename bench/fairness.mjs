@@ -426,7 +426,13 @@ const hop = (h) => `${ms(h.p50)} / ${ms(h.p99)}`;
 const lines = [
   "# Fairness: one busy namespace against ten quiet ones",
   "",
-  `\`node bench/fairness.mjs ${process.argv.slice(2).join(" ")}\`, ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, controller-runtime ${crVersion}; ${CONCURRENCY} workers per operator.`,
+  `\`node bench/fairness.mjs ${process.argv
+    .slice(2)
+    .join(" ")
+    .replace(
+      /\s*--out[= ]\S+/,
+      "",
+    )}\`, ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, controller-runtime ${crVersion}; ${CONCURRENCY} workers per operator.`,
   `Quiet: ${QUIET} namespaces, one Widget each, changed once a second. Flood: ${NOISY} Widgets created in one namespace, ${LOAD_CONCURRENCY} at a time, until all are Ready.`,
   "Update-to-Ready of the quiet namespaces' changes, in ms (rows in the order they ran; load average = the 1-minute figure before and after the row):",
   "",
@@ -456,9 +462,9 @@ const lines = [
   "| floor | phase | reconciles | ConfigMap apply | status write |",
   "|---|---|---|---|---|",
   ...results.flatMap((r) =>
-    Object.entries(r.writes ?? {}).map(
-      ([phase, w]) => `| ${r.name} | ${phase} | ${w.n} | ${hop(w.apply)} | ${hop(w.status)} |`,
-    ),
+    Object.entries(r.writes ?? {})
+      .filter(([, w]) => w.n > 0)
+      .map(([phase, w]) => `| ${r.name} | ${phase} | ${w.n} | ${hop(w.apply)} | ${hop(w.status)} |`),
   ),
   "",
 ];
