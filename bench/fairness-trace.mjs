@@ -19,7 +19,13 @@ export function parseTrace(lines) {
   for (const line of lines) {
     const [tag, what, ns, generation, ...times] = line.split(" ");
     if (tag !== "TRACE") continue;
-    if (what === "loop") loop.push({ at: Number(ns), p99: Number(times[0]), max: Number(times[1]) });
+    if (what === "loop")
+      loop.push({
+        at: Number(ns),
+        p99: Number(times[0]),
+        max: Number(times[1]),
+        gc: Number(times[2] ?? Number.NaN),
+      });
     const key = `${ns}/${generation}`;
     if (what === "event" && !events.has(key)) events.set(key, Number(times[0]));
     if (what === "reconcile") {
@@ -46,6 +52,7 @@ export function loopDelay(trace, samples, phases) {
       0.5,
     ),
     max: Math.max(...seconds.map((l) => l.max)),
+    gc: Math.max(...seconds.map((l) => l.gc)),
   };
 }
 
@@ -106,12 +113,12 @@ export function breakdownRows(name, results) {
   const ms = (x) => (Number.isFinite(x) ? `${Math.round(x)}` : "–");
   return Object.entries(results).map(
     ([phase, b]) =>
-      `| ${name} | ${phase} | ${b.n} | ${SEGMENTS.map((s) => `${ms(b.stats[s].p50)} / ${ms(b.stats[s].p99)} (${ms(b.tail[s])})`).join(" | ")} | ${ms(b.tailMs)} | ${b.loop ? `${ms(b.loop.p99)} / ${ms(b.loop.max)}` : "–"} |`,
+      `| ${name} | ${phase} | ${b.n} | ${SEGMENTS.map((s) => `${ms(b.stats[s].p50)} / ${ms(b.stats[s].p99)} (${ms(b.tail[s])})`).join(" | ")} | ${ms(b.tailMs)} | ${b.loop ? `${ms(b.loop.p99)} / ${ms(b.loop.max)} / ${ms(b.loop.gc)}` : "–"} |`,
   );
 }
 
 export const BREAKDOWN_HEADER = [
-  "| operator | phase | changes | PATCH | watch → operator | queue | ConfigMap apply | status write | watch → bench | slowest tenth, mean | operator's event-loop delay: p99 (median second) / max |",
+  "| operator | phase | changes | PATCH | watch → operator | queue | ConfigMap apply | status write | watch → bench | slowest tenth, mean | operator's event-loop delay: p99 (median second) / max, longest GC pause |",
   "|---|---|---|---|---|---|---|---|---|---|---|",
 ];
 

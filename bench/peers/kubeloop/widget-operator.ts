@@ -9,7 +9,7 @@
 // SPARE_WORKERS (fairness's spare workers).
 // Prints SYNCED, PASS and STATS lines for the runner (bench/peers.mjs).
 import { readFileSync } from "node:fs";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { getHeapSpaceStatistics } from "node:v8";
 import { controller, done, generationChanged, Manager } from "kubeloop";
 import { ConfigMap } from "kubeloop/k8s";
@@ -90,12 +90,20 @@ const running = manager.start();
 await manager.ready;
 if (tracePrefix !== undefined) {
   // How late the event loop runs its callbacks (a busy or CPU-starved process): every second.
+  // And the longest garbage-collection pause in that second (a pause stops the loop too).
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
+  let gcMax = 0;
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMax = Math.max(gcMax, entry.duration);
+  }).observe({ entryTypes: ["gc"] });
   setInterval(() => {
     const ms = (ns: number) => (ns / 1e6).toFixed(1);
-    console.log(`TRACE loop ${wall()} ${ms(loop.percentile(50))} ${ms(loop.percentile(99))} ${ms(loop.max)}`);
+    console.log(
+      `TRACE loop ${wall()} ${ms(loop.percentile(50))} ${ms(loop.percentile(99))} ${ms(loop.max)} ${gcMax.toFixed(1)}`,
+    );
     loop.reset();
+    gcMax = 0;
   }, 1000).unref();
   // The controller's own shared informer (same type and scope): when each traced change reached
   // this process, before it was queued.
