@@ -1,5 +1,7 @@
 // One busy tenant against ten quiet ones: does the busy one starve the rest?
-// Run: npm run bench:fairness [-- --quick] [-- --only kubeloop-fair,controller-runtime]
+// Run: npm run bench:fairness [-- --quick] [-- --only kubeloop-fair,floor-busy] [-- --repeat 3]
+// Rows (--only): kubeloop-fair, kubeloop-spare, kubeloop-fifo, controller-runtime, floor, floor-busy;
+// --repeat runs the chosen rows that many times, back to back, in turn.
 //
 // The Widget operator of bench/peers (kubeloop, and controller-runtime with its priority queue, on
 // by default since v0.23), 4 workers each, on a fresh API server per row. Ten quiet namespaces
@@ -8,12 +10,16 @@
 // generation or a later one: changes that collapse into one reconcile each count their own wait).
 // First without load (the baseline), then while one namespace creates 5,000 Widgets as fast as the
 // API server takes them (bench/peers' Go load generator, 32 at a time), until all 5,000 are Ready.
+// The floors: the same quiet changes made Ready by the bench itself, straight from its own watch
+// (the two writes the operator makes, no queue, no workers), with no operator during the creates
+// (floor) or with kubeloop reconciling the noisy namespace only (floor-busy: the API server as busy
+// as in the kubeloop rows). Operator rows print TRACE lines that split each quiet change's wait.
 // Writes bench/RESULTS.fairness.md. See docs/performance.md for figures.
 
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { cpus, homedir } from "node:os";
+import { cpus, homedir, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -21,6 +27,14 @@ import { parseArgs } from "node:util";
 import { Informer } from "kubeloop/cache";
 import { Client } from "kubeloop/client";
 import { ControlPlane } from "kubeloop/testing";
+import {
+  BREAKDOWN_HEADER,
+  breakdown,
+  breakdownRows,
+  Frameworkless,
+  parseTrace,
+  wall,
+} from "./fairness-trace.mjs";
 import { Widget } from "./peers/widget.ts";
 import { quantile } from "./stats.mjs";
 
@@ -30,6 +44,7 @@ const { values: opts } = parseArgs({
     quick: { type: "boolean", default: false },
     only: { type: "string" },
     out: { type: "string" },
+    repeat: { type: "string", default: "1" },
   },
 });
 const QUIET = 10;
@@ -38,6 +53,7 @@ const BASELINE_S = opts.quick ? 8 : 20;
 const FLOOD_MAX_S = 300; // the flood phase ends when every noisy Widget is Ready, or after this
 const CONCURRENCY = 4;
 const LOAD_CONCURRENCY = 32;
+const loadAverage = () => loadavg()[0].toFixed(1);
 const log = (...args) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
 
 // --- builds ------------------------------------------------------------------------------------
@@ -88,11 +104,17 @@ function start(argv, env) {
     stderr = (stderr + chunk).slice(-3000);
   });
   const lines = [];
-  child.stdout.setEncoding("utf8").on("data", (chunk) => lines.push(...chunk.split("\n")));
+  let partial = ""; // a line split across two chunks is one line
+  child.stdout.setEncoding("utf8").on("data", (chunk) => {
+    const split = (partial + chunk).split("\n");
+    partial = split.pop() ?? "";
+    lines.push(...split);
+  });
   const exited = new Promise((resolve) => child.on("exit", resolve));
   return {
     child,
     exited,
+    lines,
     stderr: () => stderr,
     async waitFor(prefix, timeoutMs) {
       const deadline = performance.now() + timeoutMs;
@@ -129,8 +151,11 @@ class QuietTenants {
     this.pending = new Map(namespaces.map((ns) => [ns, []])); // sends not seen Ready yet
     this.readyGeneration = new Map();
     this.samples = [];
+    this.events = new Map(); // "ns/generation" → when this process's watch first had it
     this.informer = new Informer(client, Widget, { labelSelector: "fairness-bench=quiet" });
     const observe = (w) => {
+      const key = `${w.metadata.namespace}/${w.metadata.generation}`;
+      if (!this.events.has(key)) this.events.set(key, wall());
       if (!ready(w)) return;
       const ns = w.metadata.namespace;
       const generation = w.metadata.generation;
@@ -147,7 +172,15 @@ class QuietTenants {
   }
 
   record(send, now) {
-    if (send.phase) this.samples.push({ phase: send.phase, ms: now - send.at });
+    if (send.phase)
+      this.samples.push({
+        phase: send.phase,
+        ms: now - send.at,
+        ns: send.ns,
+        generation: send.generation,
+        at: send.wallAt,
+        written: send.written,
+      });
   }
 
   async create() {
@@ -168,9 +201,11 @@ class QuietTenants {
    * `phase()` names the phase each change is counted in.
    */
   async churn(phase, running) {
+    this.phase = phase();
     let v = 0;
     const tick = async (ns) => {
-      const send = { at: performance.now(), phase: phase(), generation: undefined };
+      this.phase = phase();
+      const send = { at: performance.now(), wallAt: wall(), ns, phase: this.phase, generation: undefined };
       this.pending.get(ns).push(send);
       const written = await this.client.patch(
         Widget,
@@ -179,6 +214,7 @@ class QuietTenants {
         { namespace: ns },
       );
       send.generation = written.metadata.generation;
+      send.written = wall();
       // Ready may have been seen before the PATCH's response came back.
       if ((this.readyGeneration.get(ns) ?? 0) >= send.generation) {
         this.pending.set(
@@ -209,17 +245,63 @@ class QuietTenants {
   }
 
   stats(...phases) {
-    const ms = this.samples.filter((s) => phases.includes(s.phase)).map((s) => s.ms);
-    return { n: ms.length, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: Math.max(...ms) };
+    const chosen = this.samples.filter((s) => phases.includes(s.phase));
+    const ms = chosen.map((s) => s.ms);
+    // One hop: from just before the PATCH to this process's watch event of that generation.
+    const hop = chosen
+      .map((s) => (this.events.get(`${s.ns}/${s.generation}`) ?? Number.NaN) - s.at)
+      .filter(Number.isFinite);
+    return {
+      n: ms.length,
+      p50: quantile(ms, 0.5),
+      p99: quantile(ms, 0.99),
+      max: Math.max(...ms),
+      hop: { p50: quantile(hop, 0.5), p99: quantile(hop, 0.99) },
+    };
   }
 }
 
 // --- one row -----------------------------------------------------------------------------------
 
-async function row(name, argv, env, loadgen) {
+/**
+ * The flood: `loadgen` creates NOISY Widgets in one namespace; resolves when every one is Ready
+ * (read from a watch: a list of 5,000 every second would load the API server and this process
+ * more than what is measured), or as soon as they are created when nothing reconciles them.
+ */
+function flood(client, loadgen, kube, reconciled) {
+  const floodStart = performance.now();
+  const creator = start([loadgen, "create", "noisy", String(NOISY)], {
+    ...kube,
+    CONCURRENCY: String(LOAD_CONCURRENCY),
+  });
+  const state = { flooding: true, creating: true, created: Number.NaN };
+  const noisy = new Informer(client, Widget, { namespace: "noisy" });
+  const readyNoisy = new Set();
+  const track = (w) => (ready(w) ? readyNoisy.add(w.metadata.name) : readyNoisy.delete(w.metadata.name));
+  noisy.on({ added: track, updated: (_old, w) => track(w), deleted: () => {} });
+  noisy.start();
+  state.done = (async () => {
+    const code = await creator.exited;
+    if (code !== 0) throw new Error(`loadgen create failed: ${creator.stderr()}`);
+    state.created = (performance.now() - floodStart) / 1000;
+    state.creating = false;
+    while (reconciled && performance.now() - floodStart < FLOOD_MAX_S * 1000 && readyNoisy.size < NOISY)
+      await sleep(200);
+    state.flooding = false;
+    await noisy.stop();
+    state.drained = (performance.now() - floodStart) / 1000;
+  })();
+  return state;
+}
+
+/**
+ * One row on a fresh API server. `argv`: the operator (none for the floor); `floor`: the bench
+ * reconciles the quiet Widgets itself (frameworkless), and the operator, if any, only the noisy ones.
+ */
+async function row({ name, argv, env = {}, floor = false }, loadgen) {
   log(`${name}: starting a control plane`);
   const plane = await new ControlPlane({ profile: "apiserver" }).start();
-  const operator = { stop: async () => {} };
+  const operator = { stop: async () => {}, lines: [] };
   try {
     await plane.installCrdObjects([Widget.crd()]);
     const client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
@@ -227,10 +309,16 @@ async function row(name, argv, env, loadgen) {
     for (const ns of ["noisy", ...quietNs])
       await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
     const tenants = new QuietTenants(client, quietNs);
+    const direct = floor
+      ? new Frameworkless(client, tenants.informer, Widget, ready, () => tenants.phase)
+      : undefined;
     await tenants.create();
     const kube = { KUBECONFIG: plane.kubeconfigPath, CONCURRENCY: String(CONCURRENCY) };
-    Object.assign(operator, start(argv, { ...kube, ...env }));
-    await operator.waitFor("SYNCED", 60_000);
+    if (argv) {
+      const traceEnv = floor ? { SKIP_PREFIX: "quiet-" } : { TRACE_PREFIX: "quiet-" };
+      Object.assign(operator, start(argv, { ...kube, ...traceEnv, ...env }));
+      await operator.waitFor("SYNCED", 60_000);
+    }
     await tenants.settle(30_000); // the initial reconciles
 
     log(`${name}: baseline, ${BASELINE_S} s of quiet changes`);
@@ -242,47 +330,44 @@ async function row(name, argv, env, loadgen) {
     await tenants.settle(30_000);
 
     log(`${name}: flood, ${NOISY} Widgets created in one namespace`);
-    const floodStart = performance.now();
-    const creator = start([loadgen, "create", "noisy", String(NOISY)], {
-      ...kube,
-      CONCURRENCY: String(LOAD_CONCURRENCY),
-    });
-    let flooding = true;
-    let creating = true;
-    let created = Number.NaN;
-    // The noisy Widgets' readiness, from a watch (a list of 5,000 every second would load the
-    // API server and this process more than what is measured).
-    const noisy = new Informer(client, Widget, { namespace: "noisy" });
-    const readyNoisy = new Set();
-    const track = (w) => (ready(w) ? readyNoisy.add(w.metadata.name) : readyNoisy.delete(w.metadata.name));
-    noisy.on({ added: track, updated: (_old, w) => track(w), deleted: () => {} });
-    noisy.start();
-    const noisyDone = (async () => {
-      const code = await creator.exited;
-      if (code !== 0) throw new Error(`loadgen create failed: ${creator.stderr()}`);
-      created = (performance.now() - floodStart) / 1000;
-      creating = false;
-      while (performance.now() - floodStart < FLOOD_MAX_S * 1000 && readyNoisy.size < NOISY) await sleep(200);
-      flooding = false;
-      await noisy.stop();
-    })();
+    const state = flood(client, loadgen, kube, argv !== undefined);
     await tenants.churn(
-      () => (creating ? "creating" : "draining"),
-      () => flooding,
+      () => (state.creating ? "creating" : "draining"),
+      () => state.flooding,
     );
-    await noisyDone;
-    const drained = (performance.now() - floodStart) / 1000;
+    await state.done;
     await tenants.settle(120_000);
     await tenants.informer.stop();
     await client.close();
+    const trace = parseTrace(operator.lines);
+    const split = (...phases) => breakdown(tenants.samples, trace, phases);
     return {
       name,
       baseline: tenants.stats("baseline"),
       flood: tenants.stats("creating", "draining"),
       creating: tenants.stats("creating"),
       draining: tenants.stats("draining"),
-      created,
-      drained,
+      created: state.created,
+      drained: state.drained,
+      load: loadAverage(),
+      ...(direct
+        ? {
+            writes: {
+              baseline: direct.writeStats("baseline"),
+              creating: direct.writeStats("creating"),
+              draining: direct.writeStats("draining"),
+            },
+          }
+        : {}),
+      ...(trace.events.size > 0
+        ? {
+            breakdown: {
+              baseline: split("baseline"),
+              creating: split("creating"),
+              draining: split("draining"),
+            },
+          }
+        : {}),
     };
   } finally {
     await operator.stop();
@@ -294,44 +379,92 @@ async function row(name, argv, env, loadgen) {
 
 const goOut = buildGo();
 const operatorTs = join(here, "peers", "kubeloop", "widget-operator.ts");
+const kubeloop = [process.execPath, operatorTs];
 const rows = [
-  ["kubeloop, fairness on (default)", "kubeloop-fair", [process.execPath, operatorTs], {}],
-  ["kubeloop, fairness off (FIFO)", "kubeloop-fifo", [process.execPath, operatorTs], { FAIRNESS: "off" }],
-  ["controller-runtime priority queue", "controller-runtime", [join(goOut, "controller-runtime")], {}],
+  { id: "kubeloop-fair", name: "kubeloop, fairness on (default)", argv: kubeloop },
+  {
+    id: "kubeloop-spare",
+    name: "kubeloop, fairness on + 1 spare worker",
+    argv: kubeloop,
+    env: { SPARE_WORKERS: "1" },
+  },
+  { id: "kubeloop-fifo", name: "kubeloop, fairness off (FIFO)", argv: kubeloop, env: { FAIRNESS: "off" } },
+  {
+    id: "controller-runtime",
+    name: "controller-runtime priority queue",
+    argv: [join(goOut, "controller-runtime")],
+  },
+  // The floors: the quiet Widgets reconciled by the bench itself, straight from its watch.
+  { id: "floor", name: "floor: no operator (flood = the creates only)", floor: true },
+  {
+    id: "floor-busy",
+    name: "floor: kubeloop reconciles the noisy namespace only",
+    argv: kubeloop,
+    floor: true,
+  },
 ];
 const only = opts.only?.split(",");
+for (const id of only ?? []) {
+  if (!rows.some((r) => r.id === id))
+    throw new Error(`--only ${id}: no such row (rows: ${rows.map((r) => r.id).join(", ")})`);
+}
 const results = [];
-for (const [name, id, argv, env] of rows) {
-  if (only && !only.includes(id)) continue;
-  results.push(await row(name, argv, env, join(goOut, "loadgen")));
-  log(JSON.stringify(results.at(-1)));
+for (let round = 0; round < Number(opts.repeat); round++) {
+  for (const r of rows) {
+    if (only && !only.includes(r.id)) continue;
+    const load = loadAverage();
+    results.push({ ...(await row(r, join(goOut, "loadgen"))), loadBefore: load });
+    log(JSON.stringify(results.at(-1)));
+  }
 }
 
 const ms = (x) => (Number.isFinite(x) ? `${Math.round(x)}` : "–");
 const crVersion = /sigs\.k8s\.io\/controller-runtime (\S+)/.exec(
   readFileSync(join(here, "peers", "go", "go.mod"), "utf8"),
 )?.[1];
+const hop = (h) => `${ms(h.p50)} / ${ms(h.p99)}`;
 const lines = [
   "# Fairness: one busy namespace against ten quiet ones",
   "",
-  `\`npm run bench:fairness${opts.quick ? " -- --quick" : ""}\` (bench/fairness.mjs), ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, controller-runtime ${crVersion}; ${CONCURRENCY} workers per operator.`,
+  `\`node bench/fairness.mjs ${process.argv
+    .slice(2)
+    .join(" ")
+    .replace(
+      /\s*--out[= ]\S+/,
+      "",
+    )}\`, ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, controller-runtime ${crVersion}; ${CONCURRENCY} workers per operator.`,
   `Quiet: ${QUIET} namespaces, one Widget each, changed once a second. Flood: ${NOISY} Widgets created in one namespace, ${LOAD_CONCURRENCY} at a time, until all are Ready.`,
-  "Update-to-Ready of the quiet namespaces' changes, in ms:",
+  "Update-to-Ready of the quiet namespaces' changes, in ms (rows in the order they ran; load average = the 1-minute figure before and after the row):",
   "",
-  "| operator | baseline p50 | baseline p99 | flood p50 | flood p99 | flood max | flood p99 / baseline p99 | samples (baseline / flood) | flood created in / all Ready in |",
-  "|---|---|---|---|---|---|---|---|---|",
+  "| operator | baseline p50 | baseline p99 | flood p50 | flood p99 | flood max | flood p99 / baseline p99 | samples (baseline / flood) | flood created in / all Ready in | load average |",
+  "|---|---|---|---|---|---|---|---|---|---|",
   ...results.map(
     (r) =>
-      `| ${r.name} | ${ms(r.baseline.p50)} | ${ms(r.baseline.p99)} | ${ms(r.flood.p50)} | ${ms(r.flood.p99)} | ${ms(r.flood.max)} | ${(r.flood.p99 / r.baseline.p99).toFixed(1)}× | ${r.baseline.n} / ${r.flood.n} | ${r.created.toFixed(1)} s / ${r.drained.toFixed(1)} s |`,
+      `| ${r.name} | ${ms(r.baseline.p50)} | ${ms(r.baseline.p99)} | ${ms(r.flood.p50)} | ${ms(r.flood.p99)} | ${ms(r.flood.max)} | ${(r.flood.p99 / r.baseline.p99).toFixed(1)}× | ${r.baseline.n} / ${r.flood.n} | ${r.created.toFixed(1)} s / ${r.drained.toFixed(1)} s | ${r.loadBefore} → ${r.load} |`,
   ),
   "",
-  "The flood split: changes sent while the 5,000 creates were still arriving (the API server busy with them), and after (the operators working off their backlog):",
+  "The flood split: changes sent while the creates were still arriving (the API server busy with them), and after (the operators working off their backlog); and one hop, from just before the PATCH to the bench's watch event of that generation (the API server's write and watch, no operator in it):",
   "",
-  "| operator | while creating p50 / p99 | after, draining p50 / p99 | samples |",
-  "|---|---|---|---|",
+  "| operator | while creating p50 / p99 | after, draining p50 / p99 | samples | update → watch event, baseline p50 / p99 | while creating | draining |",
+  "|---|---|---|---|---|---|---|",
   ...results.map(
     (r) =>
-      `| ${r.name} | ${ms(r.creating.p50)} / ${ms(r.creating.p99)} | ${ms(r.draining.p50)} / ${ms(r.draining.p99)} | ${r.creating.n} / ${r.draining.n} |`,
+      `| ${r.name} | ${ms(r.creating.p50)} / ${ms(r.creating.p99)} | ${ms(r.draining.p50)} / ${ms(r.draining.p99)} | ${r.creating.n} / ${r.draining.n} | ${hop(r.baseline.hop)} | ${hop(r.creating.hop)} | ${hop(r.draining.hop)} |`,
+  ),
+  "",
+  "Where a quiet change's wait goes in kubeloop (the operator's TRACE lines: wall-clock times of its informer event, reconcile start, ConfigMap apply and status write, joined with the bench's): each segment p50 / p99 (mean over the slowest tenth of the changes), ms:",
+  "",
+  ...BREAKDOWN_HEADER,
+  ...results.flatMap((r) => (r.breakdown ? breakdownRows(r.name, r.breakdown) : [])),
+  "",
+  "The floors' own writes (the bench's ConfigMap apply and status patch, straight from its client), p50 / p99, ms:",
+  "",
+  "| floor | phase | reconciles | ConfigMap apply | status write |",
+  "|---|---|---|---|---|",
+  ...results.flatMap((r) =>
+    Object.entries(r.writes ?? {})
+      .filter(([, w]) => w.n > 0)
+      .map(([phase, w]) => `| ${r.name} | ${phase} | ${w.n} | ${hop(w.apply)} | ${hop(w.status)} |`),
   ),
   "",
 ];

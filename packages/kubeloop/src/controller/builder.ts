@@ -11,7 +11,7 @@ import {
   type Reconciler,
   type Source,
 } from "./controller.js";
-import type { FairnessOptions } from "./fairness.js";
+import { type FairnessOptions, spareWorkers } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
 import {
   type DaemonOptions,
@@ -240,6 +240,7 @@ export class ControllerBuilder<T extends KubeObject> {
    * ```
    */
   fairness(options: FairnessOptions | false): this {
+    spareWorkers(options); // a bad spareWorkers fails here, not when the manager starts
     this.spec.fairness = options;
     return this;
   }

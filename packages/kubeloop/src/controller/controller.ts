@@ -12,7 +12,7 @@ import {
 import { groupOf } from "../client/internal.js";
 import { LOW_PRIORITY, WorkQueue } from "../queue/index.js";
 import { ControllerCaches } from "./caches.js";
-import { queueFairness } from "./fairness.js";
+import { queueFairness, spareWorkers } from "./fairness.js";
 import { ObjectRateLimiter } from "./object-cap.js";
 import { ObjectTasks } from "./object-tasks.js";
 import type { Change, Predicate } from "./predicates.js";
@@ -135,7 +135,7 @@ export class Controller<T extends KubeObject> {
         },
       },
       ...(spec.clock ? { clock: spec.clock } : {}),
-      ...withFairness(spec.fairness),
+      ...withFairness(spec),
     });
     env.metrics?.registerQueue?.(queue);
     env.metrics?.maxConcurrent(spec.concurrency);
@@ -222,7 +222,8 @@ export class Controller<T extends KubeObject> {
   start(): void {
     const { queue, pool } = this.require();
     for (const source of this.spec.sources) void this.pump(source, queue);
-    pool.start(this.spec.concurrency, this.spec.adaptive);
+    const spare = this.spec.adaptive ? 0 : spareWorkers(this.spec.fairness);
+    pool.start(this.spec.concurrency + spare, this.spec.adaptive);
     this.prepared?.tasks?.start();
   }
 
@@ -375,8 +376,8 @@ export class Controller<T extends KubeObject> {
 }
 
 /** The queue's fairness option, when the controller has fairness (by default it does). */
-function withFairness(options: ControllerSpec<KubeObject>["fairness"]) {
-  const fairness = queueFairness(options);
+function withFairness<T extends KubeObject>(spec: ControllerSpec<T>) {
+  const fairness = queueFairness(spec.fairness, spec.adaptive ? undefined : spec.concurrency);
   return fairness ? { fairness } : {};
 }
 

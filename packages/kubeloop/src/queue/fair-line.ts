@@ -12,7 +12,10 @@ import { Deque } from "./deque.js";
  *   a queued key while not in it;
  * - `get` takes the first key of the group at the front of the ring; that group keeps the front for
  *   `weight` takes in a row (default 1), then goes to the back;
- * - a group with no queued keys left leaves the ring (its count of takes starts over when it returns).
+ * - a group with no queued keys left leaves the ring (its count of takes starts over when it returns);
+ * - with `maxInFlight`, a group that has that many keys processing is passed over: the take goes to
+ *   the first group in ring order below its limit, counts as that group's turn, and the groups
+ *   passed over keep their places (and their count of takes).
  *
  * With no fairness every key is in one group, and this is plain FIFO: the queue's rules are
  * unchanged. Groups are created on demand and dropped as soon as they are empty, so a queue sees
@@ -28,6 +31,13 @@ export interface Fairness<K> {
    * (default 1). Read once when the group forms (a group forms when it gets its first queued key).
    */
   weight?(group: string): number;
+  /**
+   * The most keys of one group processing at once (a whole number ≥ 1; default: no limit). A group
+   * at its limit is passed over and its keys wait, even while workers are free: with one worker
+   * more than the limit, a busy group never holds every worker, and another group's key starts as
+   * soon as it is queued instead of waiting for a busy group's reconcile to end.
+   */
+  maxInFlight?: number;
 }
 
 /** What a fair line holds: an entry that can be left behind as a tombstone. */
@@ -94,9 +104,13 @@ export class FairLine<K, E extends FairEntry<K>> {
     if (group.live === 0) this.drop(group);
   }
 
-  /** Takes the next entry in fair order, or undefined when none is queued. */
-  shift(): E | undefined {
-    const group = this.head;
+  /**
+   * Takes the next entry in fair order, or undefined when none is queued. `blocked(group)`: groups
+   * to pass over (at their `maxInFlight`); undefined when every queued group is blocked.
+   */
+  shift(blocked?: (group: string) => boolean): E | undefined {
+    let group = this.head;
+    if (blocked !== undefined) while (group !== undefined && blocked(group.name)) group = group.next;
     if (group === undefined) return undefined;
     for (let entry = group.line.shift(); entry !== undefined; entry = group.line.shift()) {
       if (entry.stale) continue;

@@ -75,4 +75,31 @@ describe("WorkQueue fairness", () => {
       /fairness weight of group "team-a" must be a whole number ≥ 1, got 0.5/,
     );
   });
+
+  it("passes over a group at its maxInFlight, and hands its next key out when one is done", async () => {
+    const queue = new WorkQueue<string>({ fairness: { ...byNamespace, maxInFlight: 2 } });
+    for (let i = 0; i < 4; i++) queue.add(`busy/w-${i}`);
+    expect([await queue.get(), await queue.get()]).toEqual(["busy/w-0", "busy/w-1"]);
+    // busy is at its limit: a third worker waits though two busy keys are queued...
+    let third: string | undefined;
+    void queue.get().then((key) => {
+      third = key;
+    });
+    await Promise.resolve();
+    expect(third).toBeUndefined();
+    expect(queue.counts()).toEqual({ queued: 2, dirty: 2, processing: 2, waiting: 0 });
+    // ...and takes a quiet key at once, or the busy one's next when a busy key is done.
+    queue.add("quiet/a");
+    await Promise.resolve();
+    expect(third).toBe("quiet/a");
+    const fourth = queue.get();
+    queue.done("busy/w-0");
+    expect(await fourth).toBe("busy/w-2");
+  });
+
+  it("refuses a maxInFlight that is not a whole number ≥ 1", () => {
+    expect(() => new WorkQueue<string>({ fairness: { ...byNamespace, maxInFlight: 0 } })).toThrow(
+      /fairness maxInFlight must be a whole number ≥ 1, got 0/,
+    );
+  });
 });

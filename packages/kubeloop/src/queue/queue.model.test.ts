@@ -15,7 +15,9 @@ import { ExponentialRateLimiter } from "./rate-limiters.js";
  * - checked without the model: no key is held by two workers, no key is both queued and held.
  *
  * With fairness, the keys fall in groups of different weights and the model's lines are rings of
- * groups (the rule in fair-line.ts); without, every key is in one group, which is plain FIFO.
+ * groups (the rule in fair-line.ts); without, every key is in one group, which is plain FIFO. With
+ * a group limit (`maxInFlight`), a group with that many keys held is passed over, and a worker
+ * waits while only such groups have queued keys.
  *
  * At the end, with no more adds, the workers drain the queue (the clock jumps to each pending
  * delay) and every key must have been handed out after its last add.
@@ -38,6 +40,7 @@ type Pick = { key: string; priority: number } | undefined;
 interface Grouping {
   key(key: string): string;
   weight(group: string): number;
+  maxInFlight?: number;
 }
 
 /** One priority's queued keys: a ring of groups, each a FIFO list (one group without fairness). */
@@ -45,8 +48,8 @@ class Ring {
   /** Groups with queued keys, front first. */
   readonly order: string[] = [];
   readonly keys = new Map<string, string[]>();
-  /** Takes of the front group since it reached the front. */
-  turns = 0;
+  /** Takes of each group since it last moved to the back (or joined). */
+  readonly turns = new Map<string, number>();
   constructor(private readonly grouping: Grouping | undefined) {}
 
   get length(): number {
@@ -70,21 +73,27 @@ class Ring {
     if (keys.length === 0) this.leave(group);
   }
 
-  shift(): string | undefined {
-    const group = this.order[0];
+  /** The first key of the first group in ring order that is not `blocked`. */
+  shift(blocked: (group: string) => boolean): string | undefined {
+    const group = this.order.find((g) => !blocked(g));
     if (group === undefined) return undefined;
     const keys = this.keys.get(group) as string[];
     const key = keys.shift();
     if (keys.length === 0) this.leave(group);
-    else if (++this.turns >= (this.grouping?.weight(group) ?? 1)) {
-      this.turns = 0;
-      this.order.push(this.order.shift() as string);
+    else {
+      const turns = (this.turns.get(group) ?? 0) + 1;
+      this.turns.set(group, turns);
+      if (turns >= (this.grouping?.weight(group) ?? 1)) {
+        this.turns.set(group, 0);
+        this.order.splice(this.order.indexOf(group), 1);
+        this.order.push(group);
+      }
     }
     return key;
   }
 
   private leave(group: string): void {
-    if (this.order[0] === group) this.turns = 0;
+    this.turns.delete(group);
     this.order.splice(this.order.indexOf(group), 1);
     this.keys.delete(group);
   }
@@ -98,6 +107,11 @@ class Model {
   private seq = 0;
   readonly pending = new Map<string, PendingRun>();
   readonly processing = new Set<string>();
+  /** A group with `maxInFlight` keys held is passed over. */
+  private readonly blocked = (group: string): boolean =>
+    this.grouping?.maxInFlight !== undefined &&
+    [...this.processing].filter((key) => this.grouping?.key(key) === group).length >=
+      this.grouping.maxInFlight;
   readonly lines = new Map<number, Ring>();
   readonly waiters: number[] = [];
   readonly failures = new Map<string, number>();
@@ -178,20 +192,28 @@ class Model {
       this.handoffs.set(worker, undefined);
       return;
     }
-    for (const priority of [...this.lines.keys()].sort((x, y) => y - x)) {
-      const key = this.lines.get(priority)?.shift();
-      if (key !== undefined) {
-        this.handoffs.set(worker, { key, priority: this.start(key) });
-        return;
-      }
-    }
     this.waiters.push(worker);
+    this.serve();
   }
 
   done(key: string): void {
     this.processing.delete(key);
     const run = this.pending.get(key);
     if (run !== undefined && !run.waiting) this.enqueue(key);
+    this.serve();
+  }
+
+  /** Waiting workers, first come first served, take what may be taken: highest priority first. */
+  private serve(): void {
+    while (this.waiters.length > 0) {
+      let key: string | undefined;
+      for (const priority of [...this.lines.keys()].sort((x, y) => y - x)) {
+        key = this.lines.get(priority)?.shift(this.blocked);
+        if (key !== undefined) break;
+      }
+      if (key === undefined) return;
+      this.handoffs.set(this.waiters.shift() as number, { key, priority: this.start(key) });
+    }
   }
 
   shutDown(): void {
@@ -224,12 +246,8 @@ class Model {
   }
 
   private enqueue(key: string): void {
-    const worker = this.waiters.shift();
-    if (worker !== undefined) {
-      this.handoffs.set(worker, { key, priority: this.start(key) });
-      return;
-    }
     this.line((this.pending.get(key) as PendingRun).priority).push(key);
+    this.serve();
   }
 
   private start(key: string): number {
@@ -472,5 +490,16 @@ describe("WorkQueue against a reference model (random operations, concurrent wor
 
   it("agrees with the model with fairness when it shuts down midway", async () => {
     for (let seed = 301; seed <= 320; seed++) await run(seed, 600, 300 + (seed % 7) * 20, GROUPS);
+  });
+
+  // The same groups, none with more than one key held (three workers: one group never holds them all).
+  const LIMITED: Grouping = { ...GROUPS, maxInFlight: 1 };
+
+  it("agrees with the model with a group limit (maxInFlight) over 30 random runs", async () => {
+    for (let seed = 401; seed <= 430; seed++) await run(seed, 1500, undefined, LIMITED);
+  });
+
+  it("agrees with the model with a group limit when it shuts down midway", async () => {
+    for (let seed = 501; seed <= 520; seed++) await run(seed, 600, 300 + (seed % 7) * 20, LIMITED);
   });
 });

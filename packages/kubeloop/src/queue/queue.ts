@@ -43,6 +43,11 @@ import { defaultRateLimiter, type RateLimiter } from "./rate-limiters.js";
  * priority joins the back of that priority's line. Initial-list keys use {@link LOW_PRIORITY}, so
  * a restart's thousands of "nothing changed" keys go behind fresh changes.
  *
+ * A group's limit (`fairness.maxInFlight`): `get()` passes over the queued keys of a group that has
+ * that many keys processing, so a worker may wait while such keys are queued; when one of the
+ * group's keys is done, its next queued key goes to a waiting worker. Without a limit, workers
+ * wait only while nothing is queued.
+ *
  * Shutting down (`shutDown`, `shutDownWithDrain`): adds are ignored from then on, waiting keys are
  * dropped, and `get()` resolves `undefined` at once, pending ones included, even while keys are
  * still queued. (client-go's `Get` keeps handing out queued keys after `ShutDown`; a controller
@@ -181,8 +186,14 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
   private queued = 0;
   /** Ready entries in `pending` (queued, or dirty while processing). */
   private dirty = 0;
-  /** Invariant: waiters exist only while nothing is queued (a new key goes straight to one). */
+  /**
+   * Invariant: waiters exist only while nothing queued may be taken (nothing is queued, or every
+   * queued key's group is at its `maxInFlight`).
+   */
   private readonly waiters = new Deque<Waiter<K>>();
+  /** With `fairness.maxInFlight`: keys processing per group, and whether a group is at its limit. */
+  private readonly inFlight = new Map<string, number>();
+  private readonly blocked: ((group: string) => boolean) | undefined;
   private readonly delays: DelayScheduler<Entry<K>>;
   private shutting = false;
   /** When a worker last took a key (`get()`), for {@link WorkQueue.stalledSeconds}. */
@@ -194,6 +205,12 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     this.rateLimiter = options.rateLimiter ?? defaultRateLimiter<K>();
     this.metrics = options.metrics;
     this.fairness = options.fairness;
+    const limit = options.fairness?.maxInFlight;
+    if (limit !== undefined) {
+      if (!Number.isSafeInteger(limit) || limit < 1)
+        throw new RangeError(`fairness maxInFlight must be a whole number ≥ 1, got ${limit}`);
+      this.blocked = (group) => (this.inFlight.get(group) ?? 0) >= limit;
+    }
     this.delays = new DelayScheduler<Entry<K>>(this.clock, (entry) => {
       entry.waiting = false;
       this.becameReady(entry);
@@ -313,12 +330,14 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     const entry = this.processing.get(key);
     if (entry === undefined) return;
     this.processing.delete(key);
+    if (this.blocked !== undefined) this.leaveGroup(entry.group);
     const metrics = this.metrics;
     if (metrics?.workDuration !== undefined) {
       metrics.workDuration((this.clock.now() - entry.startedAt) / 1000);
     }
     const next = this.pending.get(key);
     if (next !== undefined && !next.waiting) this.enqueue(next);
+    if (this.blocked !== undefined) this.serveWaiters();
     if (this.drain !== undefined && this.processing.size === 0) this.endDrain();
   }
 
@@ -411,6 +430,13 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
 
   /** A ready entry whose key is not processing: straight to a waiting worker, else into its line. */
   private enqueue(entry: Entry<K>): void {
+    if (this.blocked !== undefined) {
+      // Workers may be waiting while blocked groups' keys are queued: through the line, in order.
+      this.levelFor(entry.priority).line.push(entry);
+      this.queued++;
+      this.serveWaiters();
+      return;
+    }
     const waiter = this.waiters.shift();
     if (waiter !== undefined) {
       this.start(entry);
@@ -420,6 +446,23 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     const level = this.levelFor(entry.priority);
     level.line.push(entry);
     this.queued++;
+  }
+
+  /** Hands queued keys that may be taken to waiting workers (with `maxInFlight` only). */
+  private serveWaiters(): void {
+    while (this.waiters.length > 0 && this.queued > 0) {
+      const entry = this.dequeue();
+      if (entry === undefined) return;
+      this.start(entry);
+      (this.waiters.shift() as Waiter<K>)(entry.key, entry.priority);
+    }
+  }
+
+  /** One key of `group` is no longer processing. */
+  private leaveGroup(group: string): void {
+    const n = (this.inFlight.get(group) ?? 0) - 1;
+    if (n > 0) this.inFlight.set(group, n);
+    else this.inFlight.delete(group);
   }
 
   /** Moves a ready entry to a higher priority. */
@@ -447,7 +490,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     if (this.queued === 0) return undefined;
     for (const level of this.levels) {
       if (level.line.live === 0) continue;
-      const entry = level.line.shift();
+      const entry = level.line.shift(this.blocked);
       if (entry === undefined) continue;
       this.queued--;
       return entry;
@@ -463,6 +506,7 @@ export class WorkQueue<K extends NonNullable<unknown> = string> {
     entry.startedAt = now;
     this.lastStartedAt = now;
     this.processing.set(entry.key, entry);
+    if (this.blocked !== undefined) this.inFlight.set(entry.group, (this.inFlight.get(entry.group) ?? 0) + 1);
     const metrics = this.metrics;
     if (metrics !== undefined) {
       metrics.depth?.(entry.priority, -1);
