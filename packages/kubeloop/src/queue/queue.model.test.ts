@@ -277,105 +277,126 @@ interface Worker {
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function run(seed: number, steps: number, shutdownAt: number | undefined, grouping?: Grouping) {
-  const rand = seededRandom(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
-  const clock = new FakeClock();
-  const queue = new WorkQueue<string>({
-    clock,
-    rateLimiter: new ExponentialRateLimiter({ baseDelayMs: 5, maxDelayMs: MAX_BACKOFF_MS }),
-    ...(grouping ? { fairness: grouping } : {}),
-  });
-  const model = new Model(grouping);
-  const workers: Worker[] = Array.from({ length: WORKERS }, (_, id) => ({ id, stopped: false }));
-  const lastAdd = new Map<string, number>();
-  const lastStart = new Map<string, number>();
-  let step = 0;
-  let drained: { done: boolean } | undefined;
-  let log: string[] = [];
-  const where = () => `seed ${seed}, step ${step}: ${log.slice(-12).join("; ")}`;
+/** One random run: the queue and the model side by side, with the workers that ask them. */
+class Run {
+  readonly rand: () => number;
+  readonly clock = new FakeClock();
+  readonly queue: WorkQueue<string>;
+  readonly model: Model;
+  readonly workers: Worker[] = Array.from({ length: WORKERS }, (_, id) => ({ id, stopped: false }));
+  readonly lastAdd = new Map<string, number>();
+  readonly lastStart = new Map<string, number>();
+  step = 0;
+  drained: { done: boolean } | undefined;
+  log: string[] = [];
 
-  const ask = (worker: Worker) => {
-    const withPriority = rand() < 0.5;
+  constructor(
+    readonly seed: number,
+    grouping?: Grouping,
+  ) {
+    this.rand = seededRandom(seed);
+    this.queue = new WorkQueue<string>({
+      clock: this.clock,
+      rateLimiter: new ExponentialRateLimiter({ baseDelayMs: 5, maxDelayMs: MAX_BACKOFF_MS }),
+      ...(grouping ? { fairness: grouping } : {}),
+    });
+    this.model = new Model(grouping);
+  }
+
+  pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.rand() * xs.length)] as T;
+  }
+
+  where(): string {
+    return `seed ${this.seed}, step ${this.step}: ${this.log.slice(-12).join("; ")}`;
+  }
+
+  ask(worker: Worker): void {
+    const withPriority = this.rand() < 0.5;
     const asking = { settled: false, value: undefined as Pick, withPriority };
     worker.asking = asking;
     const settle = (value: Pick) => {
       asking.settled = true;
       asking.value = value;
     };
-    if (withPriority) void queue.getWithPriority().then(settle);
+    if (withPriority) void this.queue.getWithPriority().then(settle);
     else
-      void queue.get().then((key) => settle(key === undefined ? undefined : { key, priority: Number.NaN }));
-    model.get(worker.id);
-  };
+      void this.queue
+        .get()
+        .then((key) => settle(key === undefined ? undefined : { key, priority: Number.NaN }));
+    this.model.get(worker.id);
+  }
 
-  const finish = (worker: Worker) => {
+  finish(worker: Worker): void {
     const key = worker.holding as string;
     worker.holding = undefined;
-    queue.done(key);
-    model.done(key);
-  };
+    this.queue.done(key);
+    this.model.done(key);
+  }
 
-  const check = async () => {
+  /** After each step: every get the model decided has settled to the model's key, and the counts agree. */
+  async check(): Promise<void> {
     await flush();
-    for (const worker of workers) {
-      const asking = worker.asking;
-      if (asking === undefined) continue;
-      const decided = model.handoffs.has(worker.id);
-      expect(asking.settled, `worker ${worker.id} get settled? ${where()}`).toBe(decided);
-      if (!decided) continue;
-      const expected = model.handoffs.get(worker.id);
-      model.handoffs.delete(worker.id);
-      worker.asking = undefined;
-      if (expected === undefined) {
-        expect(asking.value, where()).toBeUndefined();
-        worker.stopped = true;
-        continue;
-      }
-      expect(asking.value?.key, where()).toBe(expected.key);
-      if (asking.withPriority) expect(asking.value?.priority, where()).toBe(expected.priority);
-      const key = expected.key;
-      // Never two workers on one key.
-      expect(
-        workers.some((w) => w.holding === key),
-        where(),
-      ).toBe(false);
-      worker.holding = key;
-      lastStart.set(key, step);
-    }
-    const counts = queue.counts();
-    expect(counts, where()).toEqual(model.counts());
+    for (const worker of this.workers) this.settle(worker);
+    const counts = this.queue.counts();
+    const where = this.where();
+    expect(counts, where).toEqual(this.model.counts());
     // Without the model: queued keys are distinct and none is held; dirty ones are queued or held.
-    const held = workers.filter((w) => w.holding !== undefined).length;
-    expect(counts.processing, where()).toBe(held);
-    expect(counts.queued + counts.processing, where()).toBeLessThanOrEqual(KEYS.length);
-    expect(counts.dirty - counts.queued, where()).toBeLessThanOrEqual(counts.processing);
-    expect(queue.length).toBe(counts.queued);
-  };
+    const held = this.workers.filter((w) => w.holding !== undefined).length;
+    expect(counts.processing, where).toBe(held);
+    expect(counts.queued + counts.processing, where).toBeLessThanOrEqual(KEYS.length);
+    expect(counts.dirty - counts.queued, where).toBeLessThanOrEqual(counts.processing);
+    expect(this.queue.length).toBe(counts.queued);
+  }
 
-  const addOps = ["add", "addAfter", "addRateLimited"];
-  for (step = 0; step < steps; step++) {
-    if (step === shutdownAt) {
-      if (rand() < 0.5) {
-        log.push("shutDown");
-        queue.shutDown();
-      } else {
-        log.push("shutDownWithDrain");
-        const state = { done: false };
-        drained = state;
-        void queue.shutDownWithDrain().then(() => {
-          state.done = true;
-        });
-      }
-      model.shutDown();
-      await check();
-      continue;
+  private settle(worker: Worker): void {
+    const asking = worker.asking;
+    if (asking === undefined) return;
+    const decided = this.model.handoffs.has(worker.id);
+    expect(asking.settled, `worker ${worker.id} get settled? ${this.where()}`).toBe(decided);
+    if (!decided) return;
+    const expected = this.model.handoffs.get(worker.id);
+    this.model.handoffs.delete(worker.id);
+    worker.asking = undefined;
+    if (expected === undefined) {
+      expect(asking.value, this.where()).toBeUndefined();
+      worker.stopped = true;
+      return;
     }
-    const roll = rand();
-    const key = pick(KEYS);
-    const priority = pick(PRIORITIES);
-    const idle = workers.filter((w) => !w.stopped && w.holding === undefined && w.asking === undefined);
-    const holding = workers.filter((w) => w.holding !== undefined);
+    expect(asking.value?.key, this.where()).toBe(expected.key);
+    if (asking.withPriority) expect(asking.value?.priority, this.where()).toBe(expected.priority);
+    const key = expected.key;
+    // Never two workers on one key.
+    expect(
+      this.workers.some((w) => w.holding === key),
+      this.where(),
+    ).toBe(false);
+    worker.holding = key;
+    this.lastStart.set(key, this.step);
+  }
+
+  shutDown(): void {
+    if (this.rand() < 0.5) {
+      this.log.push("shutDown");
+      this.queue.shutDown();
+    } else {
+      this.log.push("shutDownWithDrain");
+      const state = { done: false };
+      this.drained = state;
+      void this.queue.shutDownWithDrain().then(() => {
+        state.done = true;
+      });
+    }
+    this.model.shutDown();
+  }
+
+  /** One random operation, done to the queue and the model alike. */
+  randomOp(): void {
+    const roll = this.rand();
+    const key = this.pick(KEYS);
+    const priority = this.pick(PRIORITIES);
+    const idle = this.workers.filter((w) => !w.stopped && w.holding === undefined && w.asking === undefined);
+    const holding = this.workers.filter((w) => w.holding !== undefined);
     let op: string;
     if (roll < 0.2) op = "add";
     else if (roll < 0.34) op = "addAfter";
@@ -384,13 +405,18 @@ async function run(seed: number, steps: number, shutdownAt: number | undefined, 
     else if (roll < 0.58) op = "advance";
     else if (roll < 0.79) op = idle.length > 0 ? "get" : "advance";
     else op = holding.length > 0 ? "done" : "add";
+    this.apply(op, key, priority, idle, holding);
+    if (ADD_OPS.includes(op) && !this.model.shut) this.lastAdd.set(key, this.step);
+  }
 
+  private apply(op: string, key: string, priority: number, idle: Worker[], holding: Worker[]): void {
+    const { queue, model, log } = this;
     if (op === "add") {
       log.push(`add(${key},${priority})`);
       queue.add(key, priority);
       model.add(key, priority);
     } else if (op === "addAfter") {
-      const ms = rand() < 0.1 ? 0 : 1 + Math.floor(rand() * 50);
+      const ms = this.rand() < 0.1 ? 0 : 1 + Math.floor(this.rand() * 50);
       log.push(`addAfter(${key},${ms},${priority})`);
       queue.addAfter(key, ms, priority);
       model.addAfter(key, ms, priority);
@@ -403,70 +429,89 @@ async function run(seed: number, steps: number, shutdownAt: number | undefined, 
       queue.forget(key);
       model.forget(key);
     } else if (op === "advance") {
-      const ms = Math.floor(rand() * 30);
+      const ms = Math.floor(this.rand() * 30);
       log.push(`advance(${ms})`);
-      clock.advance(ms);
+      this.clock.advance(ms);
       model.advance(ms);
     } else if (op === "get") {
-      const worker = pick(idle);
+      const worker = this.pick(idle);
       log.push(`get#${worker.id}`);
-      ask(worker);
+      this.ask(worker);
     } else {
-      const worker = pick(holding);
+      const worker = this.pick(holding);
       log.push(`done#${worker.id}(${worker.holding})`);
-      finish(worker);
+      this.finish(worker);
     }
-    if (addOps.includes(op) && !model.shut) lastAdd.set(key, step);
-    await check();
-    if (log.length > 100) log = log.slice(-20);
   }
 
-  if (shutdownAt !== undefined) {
-    // After shutdown nothing is handed out; once every held key is done, a drain has ended.
-    for (const worker of workers) if (worker.holding !== undefined) finish(worker);
-    await check();
-    for (const worker of workers) if (!worker.stopped && worker.asking === undefined) ask(worker);
-    await check();
+  /** After shutdown nothing is handed out; once every held key is done, a drain has ended. */
+  async afterShutdown(): Promise<void> {
+    const { workers } = this;
+    for (const worker of workers) if (worker.holding !== undefined) this.finish(worker);
+    await this.check();
+    for (const worker of workers) if (!worker.stopped && worker.asking === undefined) this.ask(worker);
+    await this.check();
     expect(
       workers.every((w) => w.stopped),
-      where(),
+      this.where(),
     ).toBe(true);
-    if (drained !== undefined) expect(drained.done, where()).toBe(true);
-    return;
+    if (this.drained !== undefined) expect(this.drained.done, this.where()).toBe(true);
   }
 
-  // No more adds: workers drain the queue, the clock jumping to each pending delay.
-  for (let rounds = 0; rounds < 1000; rounds++) {
-    step++;
-    for (const worker of workers) if (worker.holding !== undefined) finish(worker);
-    for (const worker of workers) if (worker.asking === undefined) ask(worker);
-    await check();
-    const counts = queue.counts();
-    if (
-      counts.queued + counts.processing + counts.waiting === 0 &&
-      workers.every((w) => w.holding === undefined)
-    ) {
-      break;
+  /** No more adds: workers drain the queue, the clock jumping to each pending delay. */
+  async drainToEmpty(): Promise<void> {
+    const { workers, queue, model } = this;
+    for (let rounds = 0; rounds < 1000; rounds++) {
+      this.step++;
+      for (const worker of workers) if (worker.holding !== undefined) this.finish(worker);
+      for (const worker of workers) if (worker.asking === undefined) this.ask(worker);
+      await this.check();
+      const counts = queue.counts();
+      if (
+        counts.queued + counts.processing + counts.waiting === 0 &&
+        workers.every((w) => w.holding === undefined)
+      ) {
+        break;
+      }
+      if (counts.queued === 0 && counts.processing === 0) {
+        const ms = (this.clock.nextTimerAt() as number) - this.clock.now();
+        this.clock.advance(ms);
+        model.advance(ms);
+        await this.check();
+      }
     }
-    if (counts.queued === 0 && counts.processing === 0) {
-      const ms = (clock.nextTimerAt() as number) - clock.now();
-      clock.advance(ms);
-      model.advance(ms);
-      await check();
+    expect(queue.counts(), this.where()).toEqual({ queued: 0, dirty: 0, processing: 0, waiting: 0 });
+    // Every key was handed out after its last add.
+    for (const [key, added] of this.lastAdd) {
+      expect(
+        this.lastStart.get(key) ?? -1,
+        `${key} added at step ${added}; ${this.where()}`,
+      ).toBeGreaterThanOrEqual(added);
     }
+    // Shutting down releases the workers still waiting.
+    queue.shutDown();
+    model.shutDown();
+    await this.check();
+    expect(workers.every((w) => w.stopped)).toBe(true);
   }
-  expect(queue.counts(), where()).toEqual({ queued: 0, dirty: 0, processing: 0, waiting: 0 });
-  // Every key was handed out after its last add.
-  for (const [key, added] of lastAdd) {
-    expect(lastStart.get(key) ?? -1, `${key} added at step ${added}; ${where()}`).toBeGreaterThanOrEqual(
-      added,
-    );
+}
+
+const ADD_OPS = ["add", "addAfter", "addRateLimited"];
+
+async function run(seed: number, steps: number, shutdownAt: number | undefined, grouping?: Grouping) {
+  const r = new Run(seed, grouping);
+  for (r.step = 0; r.step < steps; r.step++) {
+    if (r.step === shutdownAt) {
+      r.shutDown();
+      await r.check();
+      continue;
+    }
+    r.randomOp();
+    await r.check();
+    if (r.log.length > 100) r.log = r.log.slice(-20);
   }
-  // Shutting down releases the workers still waiting.
-  queue.shutDown();
-  model.shutDown();
-  await check();
-  expect(workers.every((w) => w.stopped)).toBe(true);
+  if (shutdownAt !== undefined) await r.afterShutdown();
+  else await r.drainToEmpty();
 }
 
 describe("WorkQueue against a reference model (random operations, concurrent workers)", () => {
