@@ -31,7 +31,7 @@ describe("kubeloop/k8s's descriptors", () => {
     const missing: string[] = [];
     for (const row of rows) {
       // NAME [SHORTNAMES] APIVERSION NAMESPACED KIND: APIVERSION is the cell before NAMESPACED.
-      const at = row.findIndex((cell, i) => i > 0 && (row[i + 1] === "true" || row[i + 1] === "false"));
+      const at = row.findIndex((_cell, i) => i > 0 && (row[i + 1] === "true" || row[i + 1] === "false"));
       const [plural, apiVersion, namespaced, kind] = [row[0], row[at], row[at + 1] === "true", row[at + 2]];
       const found = BUILTIN_KINDS.find((t) => t.apiVersion === apiVersion && t.kind === kind);
       if (!found || found.plural !== plural || found.namespaced !== namespaced)

@@ -28,6 +28,7 @@ import type { MetricsSource } from "./metrics.js";
  * passing check may return a note, shown in the verbose listing (`[+]crds ok: …`).
  * `signal` aborts when the check runs past its timeout.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a check that returns nothing passes, and `void` is what such a function returns
 export type HealthCheck = (signal: AbortSignal) => void | string | Promise<void | string>;
 
 /** kubebuilder's scaffold serves probes on `:8081`; its Deployment manifests and docs assume it. */

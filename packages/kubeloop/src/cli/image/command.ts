@@ -95,7 +95,7 @@ export async function buildCommand(argv: string[]): Promise<number> {
   if (sbomFile) {
     writeFileSync(sbomFile, sbom);
     // The licences of what the SBOM lists, beside it (the image holds them too, in /app).
-    const licensesFile = sbomFile.replace(/(\.spdx)?\.json$/, "") + ".licenses.txt";
+    const licensesFile = `${sbomFile.replace(/(\.spdx)?\.json$/, "")}.licenses.txt`;
     writeFileSync(licensesFile, image.app.licenses);
     console.error(`wrote the SBOM to ${resolve(sbomFile)} and the licences to ${resolve(licensesFile)}`);
   }

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { BundledPackage } from "./app.js";
 import type { BuiltImage } from "./build.js";
 
