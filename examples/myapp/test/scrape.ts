@@ -110,13 +110,18 @@ export async function scrapeOperator(
         throw new Error(`${error.message}: ${JSON.stringify(await server.targets())}`);
       },
     );
+    // Each pod is a target of its own: wait until every one has been scraped (and refused).
+    const untrusted = async () => (await server.targets()).filter((t) => t.labels.job === "untrusted");
     await until(
-      async () => (await server.targets()).some((t) => t.labels.job === "untrusted" && t.lastError !== ""),
+      async () => {
+        const targets = await untrusted();
+        return targets.length === 2 && targets.every((t) => t.lastError !== "");
+      },
       30_000,
-      "a scrape with the wrong CA to fail",
+      "every scrape with the wrong CA to fail",
     );
-    const refused = (await server.targets()).find((t) => t.labels.job === "untrusted");
-    expect(refused?.lastError).toContain("certificate signed by unknown authority");
+    for (const refused of await untrusted())
+      expect(refused.lastError).toContain("certificate signed by unknown authority");
     const reconciled = await server.query(
       `controller_runtime_reconcile_total{job="${JOB}",result="success"} > 0`,
     );

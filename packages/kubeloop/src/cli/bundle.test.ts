@@ -117,7 +117,12 @@ describe("the generated OLM bundle", () => {
     ]);
     const v1 = owned.find((o) => o.version === "v1");
     expect(v1?.description).toBe("An nginx web server with a chosen number of replicas.");
-    expect(v1?.specDescriptors.map((d) => d.path)).toEqual(["replicas", "image"]);
+    expect(v1?.specDescriptors.map((d) => d.path)).toEqual([
+      "replicas",
+      "image",
+      "ingress.host",
+      "ingress.className",
+    ]);
     expect(v1?.specDescriptors.every((d) => d.description)).toBe(true);
     expect(v1?.statusDescriptors.map((d) => d.path)).toContain("conditions");
     expect(csv.spec.webhookdefinitions?.map((w) => w.type).sort()).toEqual([
