@@ -110,18 +110,7 @@ export async function scrapeOperator(
         throw new Error(`${error.message}: ${JSON.stringify(await server.targets())}`);
       },
     );
-    // Each pod is a target of its own: wait until every one has been scraped (and refused).
-    const untrusted = async () => (await server.targets()).filter((t) => t.labels.job === "untrusted");
-    await until(
-      async () => {
-        const targets = await untrusted();
-        return targets.length === 2 && targets.every((t) => t.lastError !== "");
-      },
-      30_000,
-      "every scrape with the wrong CA to fail",
-    );
-    for (const refused of await untrusted())
-      expect(refused.lastError).toContain("certificate signed by unknown authority");
+    await expectRefused(server);
     const reconciled = await server.query(
       `controller_runtime_reconcile_total{job="${JOB}",result="success"} > 0`,
     );
@@ -147,4 +136,19 @@ export async function scrapeOperator(
     await prometheus?.stop();
     rmSync(files, { recursive: true, force: true });
   }
+}
+
+/** The job that trusts another CA: each pod is a target of its own, and every one must be refused. */
+async function expectRefused(server: PrometheusServer): Promise<void> {
+  const untrusted = async () => (await server.targets()).filter((t) => t.labels.job === "untrusted");
+  await until(
+    async () => {
+      const targets = await untrusted();
+      return targets.length === 2 && targets.every((t) => t.lastError !== "");
+    },
+    30_000,
+    "every scrape with the wrong CA to fail",
+  );
+  for (const refused of await untrusted())
+    expect(refused.lastError).toContain("certificate signed by unknown authority");
 }
