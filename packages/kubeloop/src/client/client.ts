@@ -3,7 +3,7 @@ import type { ApiTransport } from "./api-transport.js";
 import { type ClusterConfig, type LoadConfigOptions, loadConfig } from "./config.js";
 import { Discovery, type ResourceInfo } from "./discovery.js";
 import { type ListHead, parseListStream } from "./list-stream.js";
-import type { TypedObjectRef } from "./object-ref.js";
+import { type TypedObjectRef, typedRef } from "./object-ref.js";
 import { type HttpRequest, Transport, type TransportOptions } from "./transport.js";
 import type {
   KubeObject,
@@ -189,19 +189,11 @@ export class Client {
     nameOrOptions?: string | RequestOptions,
     positional: NamespaceOption & RequestOptions = {},
   ): Promise<T> {
-    const { type, name, namespace, options } =
-      typeof nameOrOptions === "string"
-        ? {
-            type: target as ResourceType<T>,
-            name: nameOrOptions,
-            namespace: positional.namespace,
-            options: positional,
-          }
-        : { ...(target as TypedObjectRef<T>), options: nameOrOptions ?? {} };
-    if (!type?.apiVersion)
-      throw new TypeError(
-        `client.get: the reference to "${name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
-      );
+    const positionalForm = typeof nameOrOptions === "string";
+    const { type, name, namespace } = positionalForm
+      ? typedRef("client.get", target, nameOrOptions, positional.namespace)
+      : typedRef("client.get", target);
+    const options = positionalForm ? positional : (nameOrOptions ?? {});
     const path = await this.objectPath(type, name, namespace);
     return (await this.transport.request({ method: "GET", path, ...callOf(options) })).body as T;
   }

@@ -4,4 +4,4 @@
  * (docs/architecture.md). The in-memory API server turns its errors into the client's as the transport does.
  */
 export { apiErrorFor } from "./errors.js";
-export { groupOf, typedKeyOf, versionOf } from "./object-ref.js";
+export { groupOf, typedKeyOf, typedRef, versionOf } from "./object-ref.js";

@@ -59,6 +59,28 @@ export function refTo<T extends KubeObject>(
   return { type, namespace, name };
 }
 
+/**
+ * A read's target as one reference: `ref` as given, or the deprecated positional form
+ * (`type, name, namespace`) made into one. A reference without its type is refused naming the fix;
+ * `reader` names the read in that message (`client.get`, `ctx.cache.get`).
+ *
+ * @internal for other kubeloop layers.
+ */
+export function typedRef<T extends KubeObject>(
+  reader: string,
+  target: TypedObjectRef<T> | ResourceType<T>,
+  name?: string,
+  namespace?: string,
+): TypedObjectRef<T> {
+  const ref =
+    name === undefined ? (target as TypedObjectRef<T>) : refTo(target as ResourceType<T>, name, namespace);
+  if (!ref.type?.apiVersion)
+    throw new TypeError(
+      `${reader}: the reference to "${ref.name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
+    );
+  return ref;
+}
+
 /** The reference to an object (its metadata's namespace and name; with `type`, its kind too). */
 export function refOf(object: KubeObject): ObjectRef;
 /** The reference to an object of this type, its kind included (objects from a list may lack apiVersion and kind). */

@@ -6,9 +6,9 @@ import {
   objectKey,
   type ResourceType,
   refOfKey,
-  refTo,
   type TypedObjectRef,
 } from "../client/index.js";
+import { typedRef } from "../client/internal.js";
 import type { CacheReader } from "./context.js";
 import type { CacheLookup } from "./write-awareness.js";
 
@@ -95,14 +95,7 @@ export class ControllerCaches {
       name?: string,
       namespace?: string,
     ): U | undefined => {
-      const ref =
-        name === undefined
-          ? (target as TypedObjectRef<U>)
-          : refTo(target as ResourceType<U>, name, namespace);
-      if (!ref.type?.apiVersion)
-        throw new TypeError(
-          `ctx.cache.get: the reference to "${ref.name}" needs its type: get({ type: ConfigMap, namespace, name }) or get(refTo(ConfigMap, name, namespace))`,
-        );
+      const ref = typedRef("ctx.cache.get", target, name, namespace);
       return firstGet(this.watched(ref.type, ref.namespace), ref) as U | undefined;
     },
     list: <U extends KubeObject>(
