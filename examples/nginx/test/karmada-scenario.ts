@@ -5,12 +5,14 @@ import {
   applyToKarmada,
   FLEET,
   type Fleet,
+  KARMADA_DISCOVERY_MS,
   karmadaFiles,
   nginxState,
   operatorReady,
   REGION,
   regionalNginx,
   since,
+  untilBound,
 } from "./karmada.ts";
 
 // The steps of seed 003's delivery through Karmada, as both forms run them (karmada.test.ts on
@@ -84,42 +86,52 @@ export function karmadaScenario(setup: ScenarioSetup): void {
       await setup.afterInstall?.();
     });
 
-    it("places a custom resource only in its region, reconciles it there, and shows its status on Karmada", async () => {
-      expect((await f().k("karmada", ["create", "namespace", "web"])).code).toBe(0);
-      for (const [member, name, replicas] of [
-        [east, "web-east", 2],
-        [southeast, "web-southeast", 1],
-      ] as const) {
+    it(
+      "places a custom resource only in its region, reconciles it there, and shows its status on Karmada",
+      async () => {
+        expect((await f().k("karmada", ["create", "namespace", "web"])).code).toBe(0);
+        const placed = [
+          [east, "web-east", 2],
+          [southeast, "web-southeast", 1],
+        ] as const;
+        // Both at once: each waits for Karmada's next discovery of the new kind, not one after the other.
         const started = Date.now();
-        const nginx = regionalNginx(name, member.region, replicas, setup.nginxImage?.());
-        const created = await f().k("karmada", ["create", "-f", "-"], nginx);
-        expect(created.code, created.stderr).toBe(0);
-        await f().until(
-          async () => (await nginxState(f(), member.name, name)) === `True/${replicas}`,
-          setup.installTimeoutMs,
-          `${name} Ready in ${member.name}`,
-        );
-        const inMember = since(started);
-        await f().until(
-          async () => (await nginxState(f(), "karmada", name)) === `True/${replicas}`,
-          60_000,
-          `${name}'s status on Karmada`,
-        );
-        setup.figure(
-          `${name} created on Karmada → Ready in ${member.name} ${inMember}s → status back on Karmada ${since(started)}s`,
-        );
-        const other = FLEET.find((m) => m !== member)?.name as string;
-        const elsewhere = await f().k(other, ["-n", "web", "get", "nginx", name]);
-        expect(elsewhere.stderr).toContain("NotFound");
-        expect(
-          await f().jsonpath(
-            member.name,
-            ["-n", "web", "get", "deployment", name],
-            "{.status.readyReplicas}",
-          ),
-        ).toBe(String(replicas));
-      }
-    });
+        for (const [member, name, replicas] of placed) {
+          const nginx = regionalNginx(name, member.region, replicas, setup.nginxImage?.());
+          const created = await f().k("karmada", ["create", "-f", "-"], nginx);
+          expect(created.code, created.stderr).toBe(0);
+        }
+        for (const [member, name, replicas] of placed) {
+          await untilBound(f(), setup.plane(), name);
+          const bound = since(started);
+          await f().until(
+            async () => (await nginxState(f(), member.name, name)) === `True/${replicas}`,
+            setup.installTimeoutMs,
+            `${name} Ready in ${member.name}`,
+          );
+          const inMember = since(started);
+          await f().until(
+            async () => (await nginxState(f(), "karmada", name)) === `True/${replicas}`,
+            60_000,
+            `${name}'s status on Karmada`,
+          );
+          setup.figure(
+            `${name} created on Karmada → bound ${bound}s → Ready in ${member.name} ${inMember}s → status back on Karmada ${since(started)}s`,
+          );
+          const other = FLEET.find((m) => m !== member)?.name as string;
+          const elsewhere = await f().k(other, ["-n", "web", "get", "nginx", name]);
+          expect(elsewhere.stderr).toContain("NotFound");
+          expect(
+            await f().jsonpath(
+              member.name,
+              ["-n", "web", "get", "deployment", name],
+              "{.status.readyReplicas}",
+            ),
+          ).toBe(String(replicas));
+        }
+      },
+      KARMADA_DISCOVERY_MS + 2 * setup.installTimeoutMs + 60_000,
+    );
 
     it("loses nothing when a member's API server is down, and the member catches up", async () => {
       const member = setup.plane().member(east.name).plane;

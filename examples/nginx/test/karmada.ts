@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type KubectlResult, kubectl, pollUntil } from "kubeloop/testing";
@@ -112,4 +112,36 @@ export function nginxState(f: Fleet, where: string, name: string): Promise<strin
 /** Seconds since `started`, one decimal. */
 export function since(started: number): number {
   return Math.round((Date.now() - started) / 100) / 10;
+}
+
+/**
+ * Karmada's detector looks for new kinds every 30 s, so a custom resource created just after its
+ * CRD waits up to that long before any policy sees it; this allows five such rounds.
+ */
+export const KARMADA_DISCOVERY_MS = 150_000;
+
+/**
+ * Waits until Karmada has bound the Nginx `name` in `web` (its ResourceBinding exists), the step
+ * before it goes to a member. On timeout the error quotes the controller-manager's discovery lines.
+ */
+export async function untilBound(f: Fleet, plane: KarmadaPlane, name: string): Promise<void> {
+  const bound = async () =>
+    (await f.k("karmada", ["-n", "web", "get", "resourcebinding", `${name}-nginx`])).code === 0;
+  try {
+    await f.until(bound, KARMADA_DISCOVERY_MS, `Karmada to bind ${name} (its ResourceBinding ${name}-nginx)`);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${discoveryLines(plane)}`, { cause: error });
+  }
+}
+
+/** The controller-manager's log lines about discovering kinds and leading, the last 20. */
+function discoveryLines(plane: KarmadaPlane): string {
+  const log = plane.components.find((c) => c.name === "karmada-controller-manager")?.logPath;
+  if (!log || !existsSync(log)) return "(no karmada-controller-manager log)";
+  const lines = readFileSync(log, "utf8")
+    .split("\n")
+    .filter((line) =>
+      /Setup informer for proxy\.example\.com|failed to discover|leader|transform failed/.test(line),
+    );
+  return `karmada-controller-manager (${log}), discovery and leadership:\n${lines.slice(-20).join("\n")}`;
 }
