@@ -48,7 +48,7 @@ const widgets = controller(Widget)
       const started = trace ? wall() : "";
       let applied = "-";
       const data = widget.spec.data;
-      const cached = ctx.cache.get(ConfigMap, ctx.name, ctx.namespace);
+      const cached = ctx.cache.get({ type: ConfigMap, namespace: ctx.namespace, name: ctx.name });
       const owned = cached?.metadata?.ownerReferences?.some(
         (ref) => ref.uid === widget.metadata?.uid && ref.controller,
       );

@@ -3,9 +3,10 @@ import {
   controller,
   done,
   finalizer,
-  NotFound,
+  ignoreNotFound,
   type ReconcileContext,
   type ReconcileResult,
+  refTo,
 } from "kubeloop";
 import type { AppliedChildren } from "kubeloop/controller";
 import {
@@ -39,13 +40,9 @@ type Ctx = ReconcileContext<SampleDBObject>;
 async function readPasswords(db: SampleDBObject, ctx: Ctx): Promise<{ app: string; superuser: string }> {
   const { secret, namespace } = names(db);
   let existing = ctx.cache.get({ type: Secret, namespace, name: secret });
-  if (!existing) {
-    try {
-      existing = await ctx.client.get(Secret, secret, { namespace, signal: ctx.signal });
-    } catch (error) {
-      if (!(error instanceof NotFound)) throw error;
-    }
-  }
+  existing ??= await ctx.client
+    .get(refTo(Secret, secret, namespace), { signal: ctx.signal })
+    .catch(ignoreNotFound);
   const values = existing ? secretValues(existing) : {};
   return {
     app: registerSecret(values.password ?? generatePassword()),

@@ -25,6 +25,7 @@ export {
   Forbidden,
   Gone,
   Invalid,
+  ignoreNotFound,
   type KubeObject,
   NotFound,
   type ObjectKey,

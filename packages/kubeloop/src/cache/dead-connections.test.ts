@@ -67,10 +67,10 @@ describe("A connection that stops moving bytes", () => {
       metadata: { name: "read-me", namespace: ns },
     });
     const viaProxy = await clientThroughProxy({ requestTimeoutMs: 2_000 });
-    await viaProxy.get(ConfigMap, "read-me", { namespace: ns }); // leaves a kept-alive connection
+    await viaProxy.get({ type: ConfigMap, namespace: ns, name: "read-me" }); // leaves a kept-alive connection
     const accepted = proxy.stats.accepted;
     proxy.stall();
-    const read = await viaProxy.get(ConfigMap, "read-me", { namespace: ns });
+    const read = await viaProxy.get({ type: ConfigMap, namespace: ns, name: "read-me" });
     expect(read.metadata?.name).toBe("read-me");
     expect(viaProxy.transport.poolReplacements).toBe(1);
     expect(proxy.stats.accepted).toBeGreaterThan(accepted);
@@ -82,7 +82,7 @@ describe("A connection that stops moving bytes", () => {
     proxy = await startFaultProxy({ target: new URL(plane.server) });
     const ns = await namespace();
     const viaProxy = await clientThroughProxy({ requestTimeoutMs: 2_000 });
-    await viaProxy.get(ConfigMap, "absent", { namespace: ns }).catch(() => undefined);
+    await viaProxy.get({ type: ConfigMap, namespace: ns, name: "absent" }).catch(() => undefined);
     proxy.stall();
     const create = (name: string) =>
       viaProxy.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } });

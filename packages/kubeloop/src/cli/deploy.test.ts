@@ -24,7 +24,11 @@ beforeAll(async () => ({ plane, client } = await startPlane()));
 afterAll(() => stopPlane(plane, client));
 
 const serving = async () => {
-  const secret = await client.get(Secret, "shop-webhook-server-cert", { namespace: "shop-system" });
+  const secret = await client.get({
+    type: Secret,
+    namespace: "shop-system",
+    name: "shop-webhook-server-cert",
+  });
   const pem = Buffer.from(secret.data?.["tls.crt"] ?? "", "base64").toString();
   return { pem, cert: new X509Certificate(pem) };
 };
@@ -41,7 +45,11 @@ describe("the webhook serving certificate deploy keeps", () => {
     expect(days).toBeLessThan(366);
     const ca = new X509Certificate(Buffer.from(caBundle ?? "", "base64").toString());
     expect(cert.verify(ca.publicKey)).toBe(true);
-    const kept = await client.get(Secret, "shop-webhook-server-cert-ca", { namespace: "shop-system" });
+    const kept = await client.get({
+      type: Secret,
+      namespace: "shop-system",
+      name: "shop-webhook-server-cert-ca",
+    });
     expect(Object.keys(kept.data ?? {}).sort()).toEqual(["tls.crt", "tls.key"]);
     const mounted = objects.find((o) => o.kind === "Deployment") as unknown as {
       spec: { template: { spec: { volumes: { secret: { secretName: string } }[] } } };

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { Client, KubeObject } from "../client/index.js";
-import { NotFound } from "../client/index.js";
+import { ignoreNotFound, refTo } from "../client/index.js";
 import { Secret } from "../k8s/index.js";
 import { CertificateAuthority, certificateCurrent } from "../util/index.js";
 import { type ClientConfig, mapClientConfigs } from "../webhook/internal.js";
@@ -156,12 +156,8 @@ export async function ensureWebhookCertificate(
   const secretName = webhookCertSecret(project);
   const dnsNames = [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
   const read = async (secret: string) => {
-    try {
-      return (await client.get(Secret, secret, { namespace })).data ?? {};
-    } catch (error) {
-      if (error instanceof NotFound) return undefined;
-      throw error;
-    }
+    const found = await client.get(refTo(Secret, secret, namespace)).catch(ignoreNotFound);
+    return found && (found.data ?? {});
   };
   const decode = (value: string | undefined) => (value ? Buffer.from(value, "base64").toString() : undefined);
   const base64 = (text: string) => Buffer.from(text).toString("base64");

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { Client } from "../client/index.js";
+import { Client, refTo } from "../client/index.js";
 import { CustomResourceDefinition } from "../k8s/index.js";
 import { CliError } from "./errors.js";
 import { type CrdSource, crdTypes } from "./typegen/crd.js";
@@ -54,7 +54,7 @@ async function loadCrds(source: string): Promise<CrdSource[]> {
     throw new CliError(`${source}: no such file, and not a URL or a CRD name (plural.group)`);
   const client = await Client.connect();
   try {
-    return [(await client.get(CustomResourceDefinition, source)) as unknown as CrdSource];
+    return [(await client.get(refTo(CustomResourceDefinition, source))) as unknown as CrdSource];
   } finally {
     await client.close();
   }

@@ -37,7 +37,7 @@ import { checkWatchEvents, decodeWatchEvents } from "./watch.js";
  *   { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { a: "1" } },
  *   { fieldManager: "my-operator" },
  * );
- * const cm = await client.get(ConfigMap, "settings", { namespace: "default" });
+ * const cm = await client.get({ type: ConfigMap, namespace: "default", name: "settings" });
  * ```
  */
 

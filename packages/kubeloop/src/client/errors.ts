@@ -50,6 +50,26 @@ export class ApiError extends Error {
 export class NotFound extends ApiError {
   override name = "NotFound";
 }
+
+/**
+ * For `.catch`: `undefined` when the error is {@link NotFound}, and the error thrown again
+ * otherwise, so a read of something that may be absent neither needs a `try` nor hides a refused
+ * or failed request the way `.catch(() => undefined)` does.
+ *
+ * @example
+ * ```ts
+ * import { Client, ignoreNotFound, refTo } from "kubeloop";
+ * import { ConfigMap } from "kubeloop/k8s";
+ *
+ * const client = await Client.connect();
+ * const settings = await client.get(refTo(ConfigMap, "settings", "default")).catch(ignoreNotFound);
+ * if (settings === undefined) console.log("no settings yet");
+ * ```
+ */
+export function ignoreNotFound(error: unknown): undefined {
+  if (error instanceof NotFound) return undefined;
+  throw error;
+}
 /** 409 AlreadyExists: create of an object whose name is taken. */
 export class AlreadyExists extends ApiError {
   override name = "AlreadyExists";

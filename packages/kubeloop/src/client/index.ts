@@ -4,12 +4,14 @@
  *
  * @example
  * ```ts
- * import { Client, NotFound } from "kubeloop/client";
+ * import { Client, ignoreNotFound, NotFound, refTo } from "kubeloop/client";
  * import { ConfigMap } from "kubeloop/k8s";
  *
  * const client = await Client.connect();
+ * const missing = await client.get(refTo(ConfigMap, "missing", "default")).catch(ignoreNotFound);
+ * if (missing === undefined) console.log("not there");
  * try {
- *   await client.get(ConfigMap, "missing", { namespace: "default" });
+ *   await client.delete(ConfigMap, "missing", { namespace: "default" });
  * } catch (error) {
  *   if (!(error instanceof NotFound)) throw error;
  * }
@@ -43,6 +45,7 @@ export {
   Gone,
   InternalError,
   Invalid,
+  ignoreNotFound,
   MethodNotAllowed,
   NotFound,
   RequestEntityTooLarge,

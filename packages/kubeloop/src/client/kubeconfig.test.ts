@@ -503,7 +503,9 @@ describe("kubeconfig shapes: kubectl and kubeloop's client are the same identity
     try {
       const client = new Client(await loadConfig());
       try {
-        const refused = await rejection(client.get(ConfigMap, "kube-root-ca.crt", { namespace: "default" }));
+        const refused = await rejection(
+          client.get({ type: ConfigMap, namespace: "default", name: "kube-root-ca.crt" }),
+        );
         expect(refused).toBeInstanceOf(Unauthorized);
         const user = await client.transport.request({
           method: "POST",

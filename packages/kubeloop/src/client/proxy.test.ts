@@ -68,7 +68,7 @@ describe("proxy-url", () => {
         await watch.return(undefined);
 
         await proxy.close();
-        const error = await rejection(client.get(ConfigMap, "through", { namespace: ns }));
+        const error = await rejection(client.get({ type: ConfigMap, namespace: ns, name: "through" }));
         expect(error).toBeInstanceOf(ConnectionError);
         expect(error.message).toContain("through the proxy");
       } finally {

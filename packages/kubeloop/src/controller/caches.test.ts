@@ -47,7 +47,8 @@ interface Reads {
 /** What one reconcile of the Secret "app" sees of the ConfigMaps in `ns`. */
 function read(cache: CacheReader, ns: string): Reads {
   return {
-    plain: cache.get(ConfigMap, "plain", ns) !== undefined,
+    plain: cache.get({ type: ConfigMap, namespace: ns, name: "plain" }) !== undefined,
+    // The positional form of 0.1, deprecated until 0.3: the same read.
     web: cache.get(ConfigMap, "web", ns) !== undefined,
     listed: cache
       .list(ConfigMap, { namespace: ns })

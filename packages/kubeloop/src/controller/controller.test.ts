@@ -165,12 +165,12 @@ describe("Controller", () => {
         }),
     );
     await until(async () => {
-      const object = await client.get(Counter, "bad", { namespace: ns });
+      const object = await client.get({ type: Counter, namespace: ns, name: "bad" });
       return (
         object.status?.conditions?.some((c) => c.type === "Ready" && c.reason === "InvalidSpec") ?? false
       );
     });
-    const object = await client.get(Counter, "bad", { namespace: ns });
+    const object = await client.get({ type: Counter, namespace: ns, name: "bad" });
     expect(object.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({
       status: "False",
       reason: "InvalidSpec",
@@ -203,7 +203,7 @@ describe("Controller", () => {
         }),
     );
     await until(
-      async () => (await client.get(Counter, "c", { namespace: ns })).status?.count === 25,
+      async () => (await client.get({ type: Counter, namespace: ns, name: "c" })).status?.count === 25,
       20_000,
       "25",
     );
@@ -234,7 +234,7 @@ describe("Controller", () => {
         .reconcile(async (object, ctx) => {
           if (ctx.deleted || finished.has(ctx.name)) return done();
           const childName = `${ctx.name}-child`;
-          const child = ctx.cache.get(ConfigMap, childName, ns);
+          const child = ctx.cache.get({ type: ConfigMap, namespace: ns, name: childName });
           switch (wrote.get(ctx.name)) {
             case undefined:
               await addFinalizer(ctx.client, object, FINALIZER);
@@ -294,7 +294,8 @@ describe("Controller", () => {
           return done();
         }),
     );
-    const child = async () => client.get(ConfigMap, "parent-child", { namespace: ns }).catch(() => undefined);
+    const child = async () =>
+      client.get({ type: ConfigMap, namespace: ns, name: "parent-child" }).catch(() => undefined);
     await until(async () => (await child()) !== undefined, 10_000, "the child");
     const created = (await child()) as ConfigMapObject;
     expect(created.metadata?.ownerReferences?.[0]).toMatchObject({
@@ -416,7 +417,7 @@ describe("Controller", () => {
     expect(counted.panics).toBe(0);
     const ready = await pollUntil(
       async () =>
-        (await client.get(Counter, "slow", { namespace: ns })).status?.conditions?.find(
+        (await client.get({ type: Counter, namespace: ns, name: "slow" })).status?.conditions?.find(
           (c) => c.type === "Ready" && c.reason === "ReconcileTimeout",
         ),
       { timeoutMs: 10_000, message: "the ReconcileTimeout condition" },

@@ -97,7 +97,7 @@ describe("Controller after a relist", () => {
     try {
       await Promise.all(c.allInformers.map((i) => i.synced));
       c.start();
-      const server = () => client.get(Counter, "c", { namespace: ns });
+      const server = () => client.get({ type: Counter, namespace: ns, name: "c" });
       await until(async () => (await server()).status?.observedGeneration === 1, 10_000, "first status");
 
       // The watch goes down (the API server restarts); meanwhile the spec changes (generation 2)...

@@ -81,7 +81,7 @@ describe("secrets in failures", () => {
     let ready: Condition | undefined;
     await until(
       async () => {
-        const counter = await client.get(Counter, "leaky", { namespace: "secrets" });
+        const counter = await client.get({ type: Counter, namespace: "secrets", name: "leaky" });
         ready = counter.status?.conditions?.find((c) => c.type === "Ready");
         return ready?.reason === "ServerUnreachable";
       },

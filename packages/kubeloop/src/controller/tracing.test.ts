@@ -45,7 +45,7 @@ describe("tracing", () => {
       .named("traced")
       .inNamespace("traced")
       .reconcile(async (_, ctx) => {
-        await ctx.client.get(ConfigMap, "t", { namespace: "traced" });
+        await ctx.client.get({ type: ConfigMap, namespace: "traced", name: "t" });
         reconciled = true;
         return done();
       });

@@ -10,7 +10,7 @@
  * import { Client } from "kubeloop/client";
  * import { ConfigMap, type core } from "kubeloop/k8s";
  * const client = await Client.connect();
- * const cm: core.ConfigMap = await client.get(ConfigMap, "settings", { namespace: "default" });
+ * const cm: core.ConfigMap = await client.get({ type: ConfigMap, namespace: "default", name: "settings" });
  * ```
  *
  * @packageDocumentation

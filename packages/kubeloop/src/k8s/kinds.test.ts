@@ -76,7 +76,7 @@ describe("a kind newer than kubernetes-types (1.30): VolumeAttributesClass, stor
     };
     const created = await client.create(object);
     expect(created.driverName).toBe("csi.example.com");
-    const read = await client.get(VolumeAttributesClass, "gold");
+    const read = await client.get({ type: VolumeAttributesClass, name: "gold" });
     const driver: string = read.driverName;
     expect(driver).toBe("csi.example.com");
     const applied = await client.apply(

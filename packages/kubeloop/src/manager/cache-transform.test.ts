@@ -31,7 +31,7 @@ async function cached(options: ManagerOptions): Promise<KubeObject | undefined> 
     controller(ConfigMap)
       .named(`cache-transform-${ns}`)
       .reconcile((_, ctx) => {
-        seen = ctx.cache.get(ConfigMap, ctx.name, ctx.namespace);
+        seen = ctx.cache.get({ type: ConfigMap, namespace: ctx.namespace, name: ctx.name });
       }),
   );
   await until(() => seen !== undefined, 10_000, "the ConfigMap to be reconciled");

@@ -44,7 +44,7 @@ afterAll(async () => {
 const memberFile = (i: number) => join(folder, `member-${i + 1}.kubeconfig`);
 
 async function versionIn(client: Client): Promise<string | undefined> {
-  const cm = await client.get(ConfigMap, "site", { namespace: "default" }).catch(() => undefined);
+  const cm = await client.get({ type: ConfigMap, namespace: "default", name: "site" }).catch(() => undefined);
   return cm?.data?.v;
 }
 
@@ -134,7 +134,8 @@ describe("many clusters", () => {
         "v1 in both",
       );
       const seen = async () =>
-        (await hubClient.get(ConfigMap, "site", { namespace: "hub" })).metadata?.annotations ?? {};
+        (await hubClient.get({ type: ConfigMap, namespace: "hub", name: "site" })).metadata?.annotations ??
+        {};
       await until(
         async () => {
           const a = await seen();
@@ -217,7 +218,9 @@ describe("many clusters", () => {
       await hubClient.create(secret("west", 1));
       await until(() => clusters.list().some((c) => c.name === "west" && c.healthy), 30_000, "west");
       // Each engaged cluster's client reaches its own API server.
-      const west = await clusters.get("west").client.get(ConfigMap, "site", { namespace: "default" });
+      const west = await clusters
+        .get("west")
+        .client.get({ type: ConfigMap, namespace: "default", name: "site" });
       expect(west.data?.v).toBe(await versionIn(memberClients[1] as Client));
       await hubClient.delete(Secret, "east", { namespace: "fleet" });
       await until(

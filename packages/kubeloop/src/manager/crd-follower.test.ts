@@ -34,7 +34,7 @@ async function installCrd(): Promise<void> {
   await client.create(Gadget.crd() as KubeObject);
   await until(
     async () => {
-      const crd = (await client.get(CustomResourceDefinition, CRD_NAME)) as {
+      const crd = (await client.get({ type: CustomResourceDefinition, name: CRD_NAME })) as {
         status?: { conditions?: { type: string; status: string }[] };
       };
       return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ?? false;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Lease } from "kubernetes-types/coordination/v1.js";
 import type { Client, RequestOptions } from "../client/index.js";
-import { AlreadyExists, Conflict, keyOfRef, NotFound } from "../client/index.js";
+import { AlreadyExists, Conflict, keyOfRef, NotFound, refTo } from "../client/index.js";
 import { Lease as Leases } from "../k8s/index.js";
 import { microTime } from "../resources/internal.js";
 import { sleep } from "../util/index.js";
@@ -417,7 +417,7 @@ export class LeaderElector {
   }
 
   private read(signal: AbortSignal): Promise<Lease> {
-    return this.options.client.get(Leases, this.id, { namespace: this.namespace, ...this.call(signal) });
+    return this.options.client.get(refTo(Leases, this.id, this.namespace), this.call(signal));
   }
 
   /** Lease calls are cancellable (renew deadline, stop) and time out on their own. */

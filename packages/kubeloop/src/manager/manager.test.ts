@@ -62,7 +62,7 @@ describe("Manager", () => {
     // 5 ms × 2ⁿ: about ten attempts fit in 2.5 s; without backoff there would be thousands.
     expect(attempts.length).toBeGreaterThanOrEqual(6);
     expect(attempts.length).toBeLessThanOrEqual(12);
-    const counter = await client.get(Counter, "broken", { namespace: "failing" });
+    const counter = await client.get({ type: Counter, namespace: "failing", name: "broken" });
     expect(counter.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({
       status: "False",
       reason: "ReconcileError",
@@ -221,7 +221,9 @@ describe("Manager", () => {
     );
     await until(
       async () => {
-        const found = await client.get(lease, "slow-operator", { namespace: "slow" }).catch(() => undefined);
+        const found = await client
+          .get({ type: lease, namespace: "slow", name: "slow-operator" })
+          .catch(() => undefined);
         return Boolean(found?.spec?.holderIdentity);
       },
       20_000,
@@ -243,7 +245,7 @@ describe("Manager", () => {
       .map((line) => JSON.parse(line) as { step: string });
     // Each controller is a runnable of its own: the warning names the one that holds the shutdown.
     expect(waiting.map((line) => line.step)).toContain('controller "slow"');
-    const released = await client.get(lease, "slow-operator", { namespace: "slow" });
+    const released = await client.get({ type: lease, namespace: "slow", name: "slow-operator" });
     expect(released.spec?.holderIdentity ?? "").toBe("");
   });
 });
@@ -293,7 +295,9 @@ describe("Manager under generated RBAC", () => {
     });
     await until(
       async () => {
-        const secret = await client.get(Secret, "settings", { namespace: "team-a" }).catch(() => undefined);
+        const secret = await client
+          .get({ type: Secret, namespace: "team-a", name: "settings" })
+          .catch(() => undefined);
         return Buffer.from(secret?.data?.color ?? "", "base64").toString() === "blue";
       },
       15_000,

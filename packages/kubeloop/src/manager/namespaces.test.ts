@@ -36,7 +36,8 @@ function copier(seen: { listed: string[]; got: boolean[] }) {
         .map((cm) => `${cm.metadata?.namespace}/${cm.metadata?.name}`)
         .sort();
       seen.got.push(
-        ctx.cache.get(ConfigMap, ctx.name, ctx.namespace)?.metadata?.uid === configMap.metadata.uid,
+        ctx.cache.get({ type: ConfigMap, namespace: ctx.namespace, name: ctx.name })?.metadata?.uid ===
+          configMap.metadata.uid,
       );
       await ctx.apply({
         apiVersion: "v1",
@@ -96,7 +97,7 @@ afterAll(async () => {
 });
 
 const copied = async (namespace: string) =>
-  admin.get(Secret, "settings", { namespace }).catch((error: unknown) => {
+  admin.get({ type: Secret, namespace: namespace, name: "settings" }).catch((error: unknown) => {
     if (error instanceof NotFound) return undefined;
     throw error;
   });

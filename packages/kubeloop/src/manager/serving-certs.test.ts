@@ -68,9 +68,9 @@ async function installWebhooks(name: string, namespace: string): Promise<CaBundl
 }
 
 async function caBundles(name: string): Promise<(string | undefined)[]> {
-  const mutating = await client.get(MutatingWebhookConfiguration, `${name}-mutating`);
-  const validating = await client.get(ValidatingWebhookConfiguration, `${name}-validating`);
-  const crd = await client.get(CustomResourceDefinition, Gadget.crd().metadata.name);
+  const mutating = await client.get({ type: MutatingWebhookConfiguration, name: `${name}-mutating` });
+  const validating = await client.get({ type: ValidatingWebhookConfiguration, name: `${name}-validating` });
+  const crd = await client.get({ type: CustomResourceDefinition, name: Gadget.crd().metadata.name });
   return [
     ...(mutating.webhooks ?? []).map((w) => w.clientConfig.caBundle),
     ...(validating.webhooks ?? []).map((w) => w.clientConfig.caBundle),
@@ -85,7 +85,7 @@ async function removeWebhooks(name: string): Promise<void> {
   // A CRD goes once its finalizer ran: the next test makes it again.
   await until(
     () =>
-      client.get(CustomResourceDefinition, Gadget.crd().metadata.name).then(
+      client.get({ type: CustomResourceDefinition, name: Gadget.crd().metadata.name }).then(
         () => false,
         () => true,
       ),
@@ -163,7 +163,11 @@ describe("self-issued serving certificates", () => {
     const running = managers.map((m) => m.start());
     try {
       await Promise.all(managers.map((m) => m.ready));
-      const secret = await client.get(Secret, "gadgets-webhook-self-issued", { namespace });
+      const secret = await client.get({
+        type: Secret,
+        namespace: namespace,
+        name: "gadgets-webhook-self-issued",
+      });
       const ca = Buffer.from(secret.data?.["ca.crt"] ?? "", "base64").toString();
       const host = `gadgets-webhook-service.${namespace}.svc`;
       const served = await Promise.all(
@@ -175,7 +179,7 @@ describe("self-issued serving certificates", () => {
       const bundles = await caBundles("gadgets");
       expect(bundles).toHaveLength(3);
       for (const bundle of bundles) expect(bundle).toBe(secret.data?.["ca.crt"]);
-      const other = await client.get(ValidatingWebhookConfiguration, "someone-else");
+      const other = await client.get({ type: ValidatingWebhookConfiguration, name: "someone-else" });
       expect(other.webhooks?.[0]?.clientConfig.caBundle).toBeUndefined();
       // Another CA is refused: verification is real.
       const stranger = CertificateAuthority.create("stranger").cert;
@@ -205,9 +209,9 @@ describe("self-issued serving certificates", () => {
       await first.ready;
       const served = await servedCertificate(first.ports.webhooks ?? 0, ca.cert, host);
       expect(served.fingerprint256).toBe(new X509Certificate(mounted.cert).fingerprint256);
-      await expect(client.get(Secret, "mounted-webhook-self-issued", { namespace })).rejects.toThrow(
-        /not found/,
-      );
+      await expect(
+        client.get({ type: Secret, namespace: namespace, name: "mounted-webhook-self-issued" }),
+      ).rejects.toThrow(/not found/);
       expect(await caBundles("mounted")).toEqual([undefined, undefined, undefined]);
     } finally {
       await first.stop();
@@ -219,7 +223,11 @@ describe("self-issued serving certificates", () => {
     const runningSecond = second.start();
     try {
       await second.ready;
-      const issued = await client.get(Secret, "mounted-webhook-self-issued", { namespace });
+      const issued = await client.get({
+        type: Secret,
+        namespace: namespace,
+        name: "mounted-webhook-self-issued",
+      });
       const ownCa = Buffer.from(issued.data?.["ca.crt"] ?? "", "base64").toString();
       await servedCertificate(second.ports.webhooks ?? 0, ownCa, host);
       writeFileSync(join(later, "tls.crt"), mounted.cert);
@@ -267,7 +275,7 @@ describe("self-issued serving certificates", () => {
     const cert = new X509Certificate(renewed.cert);
     expect(cert.checkIssued(new X509Certificate(ca.cert))).toBe(true);
     expect(Date.parse(cert.validTo) - Date.now()).toBeGreaterThan(300 * 24 * 3600 * 1000);
-    const stored = await client.get(Secret, "kept", { namespace });
+    const stored = await client.get({ type: Secret, namespace: namespace, name: "kept" });
     expect(stored.data?.["tls.crt"]).toBe(base64(renewed.cert));
     expect(stored.data?.["ca.crt"]).toBe(base64(ca.cert));
 
@@ -293,7 +301,7 @@ describe("self-issued serving certificates", () => {
     const running = manager.start();
     try {
       await manager.ready;
-      const secret = await client.get(Secret, "op-metrics-self-issued", { namespace });
+      const secret = await client.get({ type: Secret, namespace: namespace, name: "op-metrics-self-issued" });
       const ca = Buffer.from(secret.data?.["ca.crt"] ?? "", "base64").toString();
       // What the generated ServiceMonitor says: this CA, the Service's short name.
       for (const name of ["op-metrics", `op-metrics.${namespace}.svc`]) {
@@ -336,7 +344,7 @@ describe("self-issued serving certificates", () => {
       ];
       for (const { secret: name, host, port } of servers) {
         // As if 11 months went by: the stored certificate has a day left.
-        const secret = await client.get(Secret, name, { namespace });
+        const secret = await client.get({ type: Secret, namespace: namespace, name: name });
         const text = (key: string) => Buffer.from(secret.data?.[key] ?? "", "base64").toString();
         const ca = CertificateAuthority.fromPem(text("ca.crt"), text("ca.key"));
         const first = (await servedCertificate(port, ca.cert, host)).fingerprint256;
@@ -362,7 +370,7 @@ describe("self-issued serving certificates", () => {
           10_000,
           `the ${name} certificate renewed from the same CA and served`,
         );
-        const renewed = await client.get(Secret, name, { namespace });
+        const renewed = await client.get({ type: Secret, namespace: namespace, name: name });
         expect(renewed.data?.["ca.crt"]).toBe(secret.data?.["ca.crt"]);
         expect(renewed.data?.["tls.crt"], name).not.toBe(data["tls.crt"]);
       }

@@ -1,6 +1,14 @@
 import type { Logger } from "pino";
 import type { Client } from "../client/index.js";
-import { AlreadyExists, Conflict, Forbidden, keyOfRef, NotFound } from "../client/index.js";
+import {
+  AlreadyExists,
+  Conflict,
+  Forbidden,
+  ignoreNotFound,
+  keyOfRef,
+  NotFound,
+  refTo,
+} from "../client/index.js";
 import {
   CustomResourceDefinition,
   type core_v1,
@@ -130,7 +138,7 @@ export async function injectCaBundles(
   for (const target of targets) {
     try {
       if (target.kind === "CustomResourceDefinition") {
-        const crd = await client.get(CustomResourceDefinition, target.name);
+        const crd = await client.get(refTo(CustomResourceDefinition, target.name));
         const webhook = crd.spec.conversion?.webhook;
         if (!webhook?.clientConfig || webhook.clientConfig.caBundle === caBundle) continue;
         await client.patch(
@@ -146,7 +154,7 @@ export async function injectCaBundles(
             ? MutatingWebhookConfiguration
             : ValidatingWebhookConfiguration
         ) as typeof MutatingWebhookConfiguration;
-        const configuration = await client.get(type, target.name);
+        const configuration = await client.get({ type: type, name: target.name });
         const webhooks = configuration.webhooks ?? [];
         const patch = webhooks.flatMap((webhook, i) =>
           webhook.clientConfig.caBundle === caBundle
@@ -181,13 +189,8 @@ async function readSecret(
   name: string,
   namespace: string,
 ): Promise<{ secret: core_v1.Secret; stored: Stored } | undefined> {
-  let secret: core_v1.Secret;
-  try {
-    secret = await client.get(Secret, name, { namespace });
-  } catch (error) {
-    if (error instanceof NotFound) return undefined;
-    throw error;
-  }
+  const secret = await client.get(refTo(Secret, name, namespace)).catch(ignoreNotFound);
+  if (secret === undefined) return undefined;
   const data = secret.data ?? {};
   const text = (key: string) => Buffer.from(data[key] ?? "", "base64").toString();
   const stored = {

@@ -44,7 +44,7 @@ describe("tracing to an endpoint that does not answer", () => {
         .named("stalled")
         .inNamespace("stalled")
         .reconcile(async (_, ctx) => {
-          await ctx.client.get(ConfigMap, ctx.name, { namespace: "stalled" });
+          await ctx.client.get({ type: ConfigMap, namespace: "stalled", name: ctx.name });
           reconciled++;
           return done();
         }),

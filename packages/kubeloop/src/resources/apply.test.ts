@@ -37,7 +37,7 @@ describe("applyOwned", () => {
         blockOwnerDeletion: true,
       },
     ]);
-    const stored = await client.get(ConfigMap, "child", { namespace: ns });
+    const stored = await client.get({ type: ConfigMap, namespace: ns, name: "child" });
     expect(isControlledBy(stored, owner)).toBe(true);
     expect(stored.metadata?.managedFields?.find((f) => f.manager === manager.fieldManager)?.operation).toBe(
       "Apply",
@@ -81,7 +81,9 @@ describe("applyOwned", () => {
     const error = await rejection(applyOwned(client, configMap(ns, "child"), second, manager));
     expect(error).toBeInstanceOf(Invalid);
     expect(error.message).toMatch(/Only one reference can have Controller set to true/);
-    expect(controllerOf(await client.get(ConfigMap, "child", { namespace: ns }))?.name).toBe("first");
+    expect(controllerOf(await client.get({ type: ConfigMap, namespace: ns, name: "child" }))?.name).toBe(
+      "first",
+    );
   });
 
   it("given the current object, refuses to take a child another owner controls, before any request", async () => {
@@ -89,7 +91,7 @@ describe("applyOwned", () => {
     const first = await client.create(configMap(ns, "first"));
     const second = await client.create(configMap(ns, "second"));
     await applyOwned(client, configMap(ns, "child"), first, manager);
-    const current = await client.get(ConfigMap, "child", { namespace: ns });
+    const current = await client.get({ type: ConfigMap, namespace: ns, name: "child" });
     const apply = vi.spyOn(client, "apply");
     try {
       const error = await rejection(
@@ -165,7 +167,7 @@ describe("createOrUpdate", () => {
       [1, 2, 3].map(() => createOrUpdate(client, ConfigMap, { name: "counter", namespace: ns }, increment)),
     );
     expect(results.map((r) => r.operation)).toEqual(["updated", "updated", "updated"]);
-    expect((await client.get(ConfigMap, "counter", { namespace: ns })).data).toEqual({ n: "3" });
+    expect((await client.get({ type: ConfigMap, namespace: ns, name: "counter" })).data).toEqual({ n: "3" });
   });
 
   it("two writers creating the same object: one creates, the other retries and updates", async () => {
@@ -178,7 +180,10 @@ describe("createOrUpdate", () => {
       ),
     );
     expect(results.map((r) => r.operation).sort()).toEqual(["created", "updated"]);
-    expect((await client.get(ConfigMap, "shared", { namespace: ns })).data).toEqual({ a: "yes", b: "yes" });
+    expect((await client.get({ type: ConfigMap, namespace: ns, name: "shared" })).data).toEqual({
+      a: "yes",
+      b: "yes",
+    });
   });
 
   it("refuses a mutate that changes the name or namespace", async () => {

@@ -7,7 +7,7 @@ import type {
   WriteOptions,
   Written,
 } from "../client/index.js";
-import { AlreadyExists, Conflict, NotFound, refOfKey } from "../client/index.js";
+import { AlreadyExists, Conflict, ignoreNotFound, refOfKey, refTo } from "../client/index.js";
 import { setControllerReference } from "./owner-references.js";
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from "./retry.js";
 
@@ -105,10 +105,7 @@ export async function createOrUpdate<T extends KubeObject>(
   const where = namespace ? { namespace } : {};
   return retryOnConflict<CreateOrUpdateResult<T>>(
     async () => {
-      const existing = await client.get(type, name, where).catch((error: unknown) => {
-        if (error instanceof NotFound) return undefined;
-        throw error;
-      });
+      const existing = await client.get(refTo(type, name, namespace)).catch(ignoreNotFound);
       if (!existing) {
         const empty = { apiVersion: type.apiVersion, kind: type.kind, metadata: { name, ...where } } as T;
         const desired = await mutated(mutate, empty, name, namespace);

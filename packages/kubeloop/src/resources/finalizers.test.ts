@@ -24,7 +24,7 @@ async function configMap(ns: string, finalizers?: string[]): Promise<ConfigMapOb
 }
 
 async function read(ns: string): Promise<ConfigMapObject> {
-  return client.get(ConfigMap, "cm", { namespace: ns });
+  return client.get({ type: ConfigMap, namespace: ns, name: "cm" });
 }
 
 beforeAll(async () => {

@@ -11,7 +11,7 @@
  *
  * const client = await Client.connect();
  * const recorder = new EventRecorder(client, { reportingController: "example.com/settings" });
- * const owner = await client.get(ConfigMap, "settings", { namespace: "default" });
+ * const owner = await client.get({ type: ConfigMap, namespace: "default", name: "settings" });
  *
  * const finalizer = await handleFinalizer(client, owner, "example.com/cleanup", async () => {
  *   // release what the object holds outside the cluster

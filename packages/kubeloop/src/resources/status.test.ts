@@ -121,7 +121,7 @@ describe("patchStatus", () => {
     await patchStatus(client, read, { phase: "Changed" });
     const error = await rejection(patchStatus(client, read, { phase: "Stale" }, { optimisticLock: true }));
     expect(error).toBeInstanceOf(Conflict);
-    const fresh = await client.get(Gizmo, "g", { namespace: ns });
+    const fresh = await client.get({ type: Gizmo, namespace: ns, name: "g" });
     expect(fresh.status?.phase).toBe("Changed");
     expect(
       (await patchStatus(client, fresh, { phase: "Current" }, { optimisticLock: true })).status?.phase,

@@ -82,7 +82,7 @@ async function storedInV1alpha1(plural: string, count: number) {
   return resourceType(`${GROUP}/v1`, kind, { plural, namespaced: true });
 }
 
-const getCrd = (plural: string) => client.get(CRDS, `${plural}.${GROUP}`);
+const getCrd = (plural: string) => client.get({ type: CRDS, name: `${plural}.${GROUP}` });
 
 beforeAll(async () => ({ plane, client } = await startPlane()));
 afterAll(() => stopPlane(plane, client));

@@ -1,5 +1,5 @@
 import type { Client } from "../client/index.js";
-import { Conflict, Gone, type KubeObject, NotFound, resourceType } from "../client/index.js";
+import { Conflict, Gone, type KubeObject, NotFound, refTo, resourceType } from "../client/index.js";
 import { type apiextensions_v1, CustomResourceDefinition } from "../k8s/index.js";
 
 /**
@@ -185,7 +185,7 @@ export async function retireVersion(client: Client, crdName: string, version: st
 
 async function getCrd(client: Client, name: string): Promise<Crd> {
   try {
-    return await client.get(CRD, name);
+    return await client.get(refTo(CRD, name));
   } catch (error) {
     if (error instanceof NotFound)
       throw new StorageMigrationError(

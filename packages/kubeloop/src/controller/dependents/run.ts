@@ -1,4 +1,4 @@
-import { type KubeObject, NotFound, objectKey, type ResourceType, refTo } from "../../client/index.js";
+import { ignoreNotFound, type KubeObject, objectKey, type ResourceType, refTo } from "../../client/index.js";
 import { type Condition, isDeleting, setCondition } from "../../resources/index.js";
 import type { ReconcileContext } from "../context.js";
 import { after, done } from "../result.js";
@@ -155,10 +155,7 @@ async function createOnce<P extends KubeObject>(
     existing = ctx.cache.get(ref);
   } catch {
     // Not cached by this controller: ask the server.
-    existing = await ctx.client.get(ref, { signal: ctx.signal }).catch((error: unknown) => {
-      if (error instanceof NotFound) return undefined;
-      throw error;
-    });
+    existing = await ctx.client.get(ref, { signal: ctx.signal }).catch(ignoreNotFound);
   }
   return existing ?? ctx.apply(object);
 }

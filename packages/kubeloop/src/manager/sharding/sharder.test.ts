@@ -67,7 +67,7 @@ describe("the sharder, given bad input", () => {
     const renewSkewed = (async () => {
       while (renewing) {
         await sleep(500);
-        const lease = await client.get(LeaseType, "skewed", { namespace: NS });
+        const lease = await client.get({ type: LeaseType, namespace: NS, name: "skewed" });
         if (lease.spec?.holderIdentity !== "skewed") continue; // edited: the replica lost it
         lease.spec.renewTime = skewedAhead();
         await client.update(lease).catch(() => {});
@@ -113,7 +113,7 @@ describe("the sharder, given bad input", () => {
       expect(sharder.shards).toContain("skewed");
 
       // Someone edits the skewed shard's Lease by hand: another holder.
-      const lease = await client.get(LeaseType, "skewed", { namespace: NS });
+      const lease = await client.get({ type: LeaseType, namespace: NS, name: "skewed" });
       await client.update({ ...lease, spec: { ...lease.spec, holderIdentity: "mallory" } });
       await until(() => lines.some((l) => l.msg.includes('names holder "mallory"')), 10_000, "the edit");
       expect(lines.find((l) => l.msg.includes('names holder "mallory"'))?.msg).toContain(
@@ -127,7 +127,7 @@ describe("the sharder, given bad input", () => {
       expect(sharder.shards).toEqual(["steady"]);
 
       // A Lease without a duration (the API server refuses 0, not an unset field) is no Lease either.
-      const edited = await client.get(LeaseType, "skewed", { namespace: NS });
+      const edited = await client.get({ type: LeaseType, namespace: NS, name: "skewed" });
       await client.update({
         ...edited,
         spec: { ...edited.spec, holderIdentity: "skewed", leaseDurationSeconds: undefined },
@@ -169,7 +169,9 @@ describe("the sharder, between resyncs", () => {
     const create = (name: string) =>
       client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: NS } });
     const labelled = async (name: string) =>
-      (await client.get(ConfigMap, name, { namespace: NS })).metadata?.labels?.[shardLabel(ring)] === "only";
+      (await client.get({ type: ConfigMap, namespace: NS, name: name })).metadata?.labels?.[
+        shardLabel(ring)
+      ] === "only";
     try {
       await sharder.start();
       await until(async () => sharder.shards.join() === "only", 20_000, "the shard in the ring");

@@ -282,14 +282,14 @@ describe("RBAC: requests as a user, through Roles", () => {
       await c.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: ns } });
       const u = await as("nobody");
       await step(t, () => u.list(ConfigMapType, { namespace: ns }));
-      await step(t, () => u.get(ConfigMapType, "a", { namespace: ns }));
+      await step(t, () => u.get({ type: ConfigMapType, namespace: ns, name: "a" }));
       await step(t, () =>
         u.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", namespace: ns } }),
       );
       await step(t, () => u.delete(ConfigMapType, "a", { namespace: ns }));
       await step(t, () => u.patch(ConfigMapType, "a", { data: { x: "y" } }, { namespace: ns }));
       await step(t, () => u.list(NamespaceType));
-      await step(t, () => u.get(NamespaceType, ns));
+      await step(t, () => u.get({ type: NamespaceType, name: ns }));
     },
   );
 
@@ -305,7 +305,10 @@ describe("RBAC: requests as a user, through Roles", () => {
       await step(t, async () =>
         (await u.list(ConfigMapType, { namespace: ns })).items.map((i) => i.metadata?.name),
       );
-      await step(t, async () => (await u.get(ConfigMapType, "a", { namespace: ns })).metadata?.name);
+      await step(
+        t,
+        async () => (await u.get({ type: ConfigMapType, namespace: ns, name: "a" })).metadata?.name,
+      );
       await step(t, () =>
         u.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "b", namespace: ns } }),
       );
@@ -324,8 +327,11 @@ describe("RBAC: requests as a user, through Roles", () => {
     );
     await c.create(binding(ns, "alice-a", { kind: "Role", name: "only-a" }, alice));
     const u = await as("alice");
-    await step(t, async () => (await u.get(ConfigMapType, "a", { namespace: ns })).metadata?.name);
-    await step(t, () => u.get(ConfigMapType, "b", { namespace: ns }));
+    await step(
+      t,
+      async () => (await u.get({ type: ConfigMapType, namespace: ns, name: "a" })).metadata?.name,
+    );
+    await step(t, () => u.get({ type: ConfigMapType, namespace: ns, name: "b" }));
     await step(t, () => u.list(ConfigMapType, { namespace: ns }));
   });
 });
@@ -384,7 +390,7 @@ describe("RBAC: requests as a user, through ClusterRoles, subresources and servi
       subjects: [{ kind: "ServiceAccount", name: "bot", namespace: ns }],
     });
     const u = await as(`system:serviceaccount:${ns}:bot`);
-    await step(t, async () => (await u.get(NamespaceType, ns)).metadata?.name);
+    await step(t, async () => (await u.get({ type: NamespaceType, name: ns })).metadata?.name);
     await step(t, () => u.list(NamespaceType));
   });
 });

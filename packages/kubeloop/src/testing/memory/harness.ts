@@ -50,7 +50,7 @@ export interface ReconcileHarnessOptions extends MemoryApiServerOptions {
  * const h = await ReconcileHarness.start(nginxController, { resources: [Nginx] });
  * await h.client.create({ apiVersion: Nginx.apiVersion, kind: "Nginx", metadata: { name: "web", namespace: "default" }, spec: {} });
  * await h.reconcileUntilIdle();
- * const deployment = await h.client.get(Deployment, "web", { namespace: "default" });
+ * const deployment = await h.client.get({ type: Deployment, namespace: "default", name: "web" });
  * await h.stop();
  * ```
  */

@@ -67,7 +67,9 @@ describe("MemoryApiServer", () => {
           {
             ...ref,
             name: "child",
-            uid: (await client.get(ConfigMap, "child", { namespace: "default" })).metadata?.uid ?? "",
+            uid:
+              (await client.get({ type: ConfigMap, namespace: "default", name: "child" })).metadata?.uid ??
+              "",
           },
         ],
       }),
@@ -81,8 +83,10 @@ describe("MemoryApiServer", () => {
     const { client, ownedBy } = await withOwner();
     await client.create(configMap("child", { ownerReferences: [ownedBy()] }));
     await client.delete(ConfigMap, "owner", { namespace: "default", propagationPolicy: "Orphan" });
-    await expect(client.get(ConfigMap, "owner", { namespace: "default" })).rejects.toBeInstanceOf(NotFound);
-    const child = await client.get(ConfigMap, "child", { namespace: "default" });
+    await expect(client.get({ type: ConfigMap, namespace: "default", name: "owner" })).rejects.toBeInstanceOf(
+      NotFound,
+    );
+    const child = await client.get({ type: ConfigMap, namespace: "default", name: "child" });
     expect(child.metadata?.ownerReferences).toBeUndefined();
   });
 
@@ -99,10 +103,12 @@ describe("MemoryApiServer", () => {
       propagationPolicy: "Foreground",
     });
     expect(deleting.metadata?.finalizers).toEqual(["foregroundDeletion"]);
-    const child = await client.get(ConfigMap, "child", { namespace: "default" });
+    const child = await client.get({ type: ConfigMap, namespace: "default", name: "child" });
     expect(child.metadata?.deletionTimestamp).toBeDefined();
     await client.patch(ConfigMap, "child", { metadata: { finalizers: null } }, { namespace: "default" });
-    await expect(client.get(ConfigMap, "owner", { namespace: "default" })).rejects.toBeInstanceOf(NotFound);
+    await expect(client.get({ type: ConfigMap, namespace: "default", name: "owner" })).rejects.toBeInstanceOf(
+      NotFound,
+    );
   });
 
   it("deletes a namespace with its contents (the namespace controller's work)", async () => {
@@ -114,7 +120,7 @@ describe("MemoryApiServer", () => {
       metadata: { name: "a", namespace: "doomed" },
     });
     await client.delete(Namespace, "doomed");
-    await expect(client.get(Namespace, "doomed")).rejects.toBeInstanceOf(NotFound);
+    await expect(client.get({ type: Namespace, name: "doomed" })).rejects.toBeInstanceOf(NotFound);
     expect((await client.list(ConfigMap, { namespace: "doomed" })).items).toEqual([]);
   });
 
@@ -130,7 +136,9 @@ describe("MemoryApiServer", () => {
       }),
     );
     await client.delete(ConfigMap, "owner", { namespace: "default" });
-    expect((await client.get(ConfigMap, "child", { namespace: "default" })).metadata?.name).toBe("child");
+    expect((await client.get({ type: ConfigMap, namespace: "default", name: "child" })).metadata?.name).toBe(
+      "child",
+    );
   });
 
   it("answers a watch from before the compaction with 410 Gone, and resumes one after it", async () => {

@@ -18,6 +18,7 @@
  */
 export {
   KARMADA_REGION_LABEL,
+  type KarmadaComponentInfo,
   type KarmadaComponentName,
   type KarmadaMember,
   type KarmadaMemberOptions,

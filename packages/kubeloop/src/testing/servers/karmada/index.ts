@@ -4,4 +4,9 @@
  */
 export { REGION_LABEL as KARMADA_REGION_LABEL } from "./join.js";
 export { type KarmadaMember, KarmadaPlane } from "./karmada-plane.js";
-export type { KarmadaComponentName, KarmadaMemberOptions, KarmadaPlaneOptions } from "./options.js";
+export type {
+  KarmadaComponentInfo,
+  KarmadaComponentName,
+  KarmadaMemberOptions,
+  KarmadaPlaneOptions,
+} from "./options.js";

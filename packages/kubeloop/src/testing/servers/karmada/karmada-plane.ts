@@ -28,6 +28,7 @@ import { adminFromKubeconfig, clusterReady, createOrKeep, joinMember, REGION_LAB
 import {
   DEFAULT_MEMBERS,
   KARMADA_START_TIMEOUT_MS,
+  type KarmadaComponentInfo,
   type KarmadaComponentName,
   type KarmadaMemberOptions,
   type KarmadaPlaneOptions,
@@ -141,9 +142,9 @@ export class KarmadaPlane {
   }
 
   /** Karmada's processes (its API server's and its own), with pids and log files. */
-  get components(): ComponentInfo[] {
+  get components(): (ComponentInfo | KarmadaComponentInfo)[] {
     const own = (this.group?.running ?? []).map((p) => ({
-      name: p.name as ComponentInfo["name"],
+      name: p.name as KarmadaComponentName,
       pid: p.pid,
       logPath: p.logPath,
     }));

@@ -1,5 +1,5 @@
 import type { EnsureAssetsOptions } from "../../assets/index.js";
-import type { Profile } from "../../control-plane/options.js";
+import type { ComponentInfo, Profile } from "../../control-plane/options.js";
 
 /** A member cluster of a {@link KarmadaPlaneOptions}: a kubeloop control plane joined in push mode. */
 export interface KarmadaMemberOptions {
@@ -50,5 +50,10 @@ export type KarmadaComponentName =
   | "karmada-webhook"
   | "karmada-controller-manager"
   | "karmada-scheduler";
+
+/** One of Karmada's own processes in `KarmadaPlane.components`: its name, pid and log file. */
+export interface KarmadaComponentInfo extends Omit<ComponentInfo, "name"> {
+  name: KarmadaComponentName;
+}
 
 export const KARMADA_START_TIMEOUT_MS = 180_000;
