@@ -1,33 +1,30 @@
-// Tutorial step 8: the test, envtest-style. A real kube-apiserver (no controller-manager: nothing
-// runs the Jobs, so the test writes their status), the CRD from the resource definition, and the
-// controller in a Manager in this process, on a clock the test jumps to the next slot.
-import { Client, isTrue, Manager } from "kubeloop";
+// Tutorial step 8: the test, envtest-style. startTestEnvironment starts a real kube-apiserver (no
+// controller-manager: nothing runs the Jobs, so the test writes their status), installs the CRD from
+// the resource definition, and runs the controller in a Manager in this process, on a clock the test
+// jumps to the next slot.
+import { type Client, isTrue } from "kubeloop";
 import { Job } from "kubeloop/k8s";
-import { ControlPlane, type CrdObject, JumpClock, PollTimeoutError, pollUntil } from "kubeloop/testing";
+import {
+  JumpClock,
+  PollTimeoutError,
+  pollUntil,
+  startTestEnvironment,
+  type TestEnvironment,
+} from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CronJobObject, cronJobControllerWith, SCHEDULED_AT } from "../src/cronjob.ts";
 import { CronJob } from "../src/resources.ts";
 
 const clock = new JumpClock();
-let plane: ControlPlane;
+let env: TestEnvironment;
 let client: Client;
-let manager: Manager;
-let running: Promise<void>;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({ profile: "apiserver" }).start();
-  await plane.installCrdObjects([CronJob.crd() as unknown as CrdObject]);
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  manager = new Manager({ client, metrics: false, probes: false, handleSignals: false });
-  manager.add(cronJobControllerWith(clock));
-  running = manager.start();
-  await Promise.race([manager.ready, running]);
+  env = await startTestEnvironment({ crds: [CronJob], controllers: [cronJobControllerWith(clock)] });
+  client = env.client;
 });
 afterAll(async () => {
-  await manager?.stop();
-  await running?.catch(() => {});
-  await client?.close();
-  await plane?.stop();
+  await env?.stop();
 });
 
 async function create(namespace: string, name: string, spec: Partial<CronJobObject["spec"]> = {}) {

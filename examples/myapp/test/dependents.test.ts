@@ -2,9 +2,9 @@
 // controller-manager, no PgDatabase operator: the test writes the PgDatabase's status as that
 // operator would) and the controller in a Manager in this process. Before the port, a MyApp whose
 // database was switched off kept its PgDatabase (and the database) for ever.
-import { Client, Manager } from "kubeloop";
-import { Deployment } from "kubeloop/k8s";
-import { ControlPlane, type CrdObject, pollUntil } from "kubeloop/testing";
+import type { Client } from "kubeloop";
+import { type apiextensions_v1, Deployment } from "kubeloop/k8s";
+import { pollUntil, startTestEnvironment, type TestEnvironment } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgDatabase } from "../src/database.ts";
 import { myAppController } from "../src/myapp.ts";
@@ -12,7 +12,7 @@ import { MyApp } from "../src/resources.ts";
 
 const NS = "default";
 /** PgDatabase's API as MyApp sees it: a served kind with a status (its operator is not running here). */
-const PGDATABASE_CRD = {
+const PGDATABASE_CRD: apiextensions_v1.CustomResourceDefinition = {
   apiVersion: "apiextensions.k8s.io/v1",
   kind: "CustomResourceDefinition",
   metadata: { name: "pgdatabases.db.example.com" },
@@ -30,27 +30,17 @@ const PGDATABASE_CRD = {
       },
     ],
   },
-} as unknown as CrdObject;
+};
 
-let plane: ControlPlane;
+let env: TestEnvironment;
 let client: Client;
-let manager: Manager;
-let running: Promise<void>;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({ profile: "apiserver" }).start();
-  await plane.installCrdObjects([MyApp.crd() as unknown as CrdObject, PGDATABASE_CRD]);
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  manager = new Manager({ client, metrics: false, probes: false, handleSignals: false, logLevel: "warn" });
-  manager.add(myAppController);
-  running = manager.start();
-  await Promise.race([manager.ready, running]);
+  env = await startTestEnvironment({ crds: [MyApp, PGDATABASE_CRD], controllers: [myAppController] });
+  client = env.client;
 });
 afterAll(async () => {
-  await manager?.stop();
-  await running?.catch(() => {});
-  await client?.close();
-  await plane?.stop();
+  await env?.stop();
 });
 
 const exists = (name: string) =>

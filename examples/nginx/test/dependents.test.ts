@@ -2,9 +2,9 @@
 // controller-manager: nothing here needs pods) and the serving controller in a Manager in this
 // process. Before the port, the operator had no Ingress to offer, and nothing deleted a child it
 // stopped wanting.
-import { Client, Manager } from "kubeloop";
+import type { Client } from "kubeloop";
 import { Ingress, Service } from "kubeloop/k8s";
-import { ControlPlane, type CrdObject, pollUntil } from "kubeloop/testing";
+import { pollUntil, startTestEnvironment, type TestEnvironment } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nginxServiceController } from "../src/nginx.ts";
 import { Nginx } from "../src/resources.ts";
@@ -17,25 +17,15 @@ const LABELS = {
   "app.kubernetes.io/managed-by": "nginx-operator",
 };
 
-let plane: ControlPlane;
+let env: TestEnvironment;
 let client: Client;
-let manager: Manager;
-let running: Promise<void>;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({ profile: "apiserver" }).start();
-  await plane.installCrdObjects([Nginx.crd() as unknown as CrdObject]);
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  manager = new Manager({ client, metrics: false, probes: false, handleSignals: false, logLevel: "warn" });
-  manager.add(nginxServiceController);
-  running = manager.start();
-  await Promise.race([manager.ready, running]);
+  env = await startTestEnvironment({ crds: [Nginx], controllers: [nginxServiceController] });
+  client = env.client;
 });
 afterAll(async () => {
-  await manager?.stop();
-  await running?.catch(() => {});
-  await client?.close();
-  await plane?.stop();
+  await env?.stop();
 });
 
 const ingress = (name: string) => client.get(Ingress, name, { namespace: NS }).catch(() => undefined);

@@ -4,33 +4,23 @@
 // its deletionPolicy says: the read-only Service, and the data volumes of the removed instances
 // (deleted under Delete, kept under Retain); what it needs again comes back on a scale-up. And a
 // StatefulSet made before `Parallel` keeps its podManagementPolicy (the field is immutable).
-import { Client, Manager, NotFound, type ResourceType } from "kubeloop";
+import { type Client, NotFound, type ResourceType } from "kubeloop";
 import { PersistentVolumeClaim, Service, StatefulSet } from "kubeloop/k8s";
-import { ControlPlane, type CrdObject, pollUntil } from "kubeloop/testing";
+import { pollUntil, startTestEnvironment, type TestEnvironment } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sampleDBController } from "../src/controller.ts";
 import { SampleDB } from "../src/resources.ts";
 
 const NS = "default";
-let plane: ControlPlane;
+let env: TestEnvironment;
 let client: Client;
-let manager: Manager;
-let running: Promise<void>;
 
 beforeAll(async () => {
-  plane = await new ControlPlane({ profile: "apiserver" }).start();
-  await plane.installCrdObjects([SampleDB.crd() as unknown as CrdObject]);
-  client = await Client.connect({ kubeconfig: plane.kubeconfigPath });
-  manager = new Manager({ client, metrics: false, probes: false, handleSignals: false, logLevel: "warn" });
-  manager.add(sampleDBController);
-  running = manager.start();
-  await Promise.race([manager.ready, running]);
+  env = await startTestEnvironment({ crds: [SampleDB], controllers: [sampleDBController] });
+  client = env.client;
 });
 afterAll(async () => {
-  await manager?.stop();
-  await running?.catch(() => {});
-  await client?.close();
-  await plane?.stop();
+  await env?.stop();
 });
 
 const exists = (type: ResourceType, name: string) =>

@@ -71,3 +71,9 @@ export {
   stopOperators,
 } from "./operator-process.js";
 export { CertificateAuthority } from "./pki.js";
+export {
+  type CrdSource,
+  startTestEnvironment,
+  type TestEnvironment,
+  type TestEnvironmentOptions,
+} from "./test-environment.js";
