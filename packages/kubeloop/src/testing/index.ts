@@ -72,8 +72,10 @@ export {
 } from "./operator-process.js";
 export { CertificateAuthority } from "./pki.js";
 export {
+  type ControllerList,
   type CrdSource,
   startTestEnvironment,
   type TestEnvironment,
   type TestEnvironmentOptions,
+  type WebhookDefinitionList,
 } from "./test-environment.js";

@@ -84,9 +84,11 @@ export interface TestEnvironmentOptions<
 
 /** A running {@link startTestEnvironment}: the API server, a client of it, and the manager. */
 export interface TestEnvironment extends AsyncDisposable {
+  /** The API server (its `kubeconfigPath`, `server`, `installCrds`, …). */
   readonly plane: ControlPlane;
   /** An admin client of the API server (the manager's own). */
   readonly client: Client;
+  /** The running manager (ready when the environment is returned). */
   readonly manager: Manager;
   /** kubectl against this API server, as a user would run it; `input` goes to its stdin. */
   kubectl(args: string[], input?: string): Promise<KubectlResult>;
@@ -105,8 +107,9 @@ const PLACEHOLDER: WebhookTarget = { service: { name: "webhook-service", namespa
  *
  * @example
  * ```ts
- * import { controller, defineResource, done, Type } from "kubeloop";
+ * import { controller, defineResource, done } from "kubeloop";
  * import { startTestEnvironment } from "kubeloop/testing";
+ * import Type from "typebox";
  *
  * const Widget = defineResource({
  *   group: "example.com",
