@@ -95,31 +95,49 @@ describe("startTestEnvironment", () => {
     await expect(startTestEnvironment({ plane: new ControlPlane() })).rejects.toThrow("await plane.start()");
   });
 
-  it("serves the webhooks given: a validating webhook refuses a bad object through the API server", async () => {
+  it("serves the webhooks given: a validating webhook refuses a bad object, until the environment stops", async () => {
     const checked = defineWebhooks(Widget, {
       validate: (w) =>
         w.spec.size > 10 ? { allowed: false, message: "size may not exceed 10" } : { allowed: true },
     });
-    await using env = await startTestEnvironment({
-      plane: shared,
-      crds: [Widget],
-      controllers: [widgets()],
-      webhooks: [checked],
-    });
-    // The API server reads new webhook configurations from its own watch: a moment's delay, in
-    // which a huge one is let through (and deleted, to try again).
-    const createHuge = () =>
-      env.client.create(widget("huge", 11)).then(
-        () => env.client.delete(Widget, "huge", { namespace: "default" }).then(() => "created"),
-        (error: Error) => error.message,
-      );
-    await expect.poll(createHuge, { timeout: 10_000 }).toContain("size may not exceed 10");
-    await env.client.create(widget("fine", 4));
+    {
+      await using env = await startTestEnvironment({
+        plane: shared,
+        crds: [Widget],
+        controllers: [widgets()],
+        webhooks: [checked],
+      });
+      // The API server reads new webhook configurations from its own watch: a moment's delay, in
+      // which a huge one is let through (and deleted, to try again).
+      const createHuge = () =>
+        env.client.create(widget("huge", 11)).then(
+          () => env.client.delete(Widget, "huge", { namespace: "default" }).then(() => "created"),
+          (error: Error) => error.message,
+        );
+      await expect.poll(createHuge, { timeout: 10_000 }).toContain("size may not exceed 10");
+      await env.client.create(widget("fine", 4));
+      await expect
+        .poll(async () => (await env.client.get(Widget, "fine", { namespace: "default" })).status?.seen, {
+          timeout: 20_000,
+        })
+        .toBe(4);
+    }
+    // Stopped, it took its configuration from the shared plane: nothing routes to its closed port.
+    await using after = await startTestEnvironment({ plane: shared });
+    const names = await after.kubectl(["get", "validatingwebhookconfigurations", "-o", "name"]);
+    expect(names.stdout).not.toContain("kubeloop-test");
     await expect
-      .poll(async () => (await env.client.get(Widget, "fine", { namespace: "default" })).status?.seen, {
-        timeout: 20_000,
-      })
-      .toBe(4);
+      .poll(
+        () =>
+          after.client.create(widget("huge", 11)).then(
+            () => "created",
+            (error: Error) => error.message,
+          ),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe("created");
   });
 
   it("surfaces the manager's own error when it cannot start, and leaves a shared plane running", async () => {

@@ -1,6 +1,10 @@
-import { Client, type KubeObject } from "../client/index.js";
+import { Client, type KubeObject, NotFound } from "../client/index.js";
 import type { Controller } from "../controller/index.js";
-import type { apiextensions_v1 } from "../k8s/index.js";
+import {
+  type apiextensions_v1,
+  MutatingWebhookConfiguration,
+  ValidatingWebhookConfiguration,
+} from "../k8s/index.js";
 import { Manager, type ManagerOptions } from "../manager/index.js";
 import type { CustomResourceDefinition } from "../resources/index.js";
 import {
@@ -150,6 +154,8 @@ class RunningEnvironment implements TestEnvironment {
   private running: Promise<void> | undefined;
   private serving: LocalWebhookServing | undefined;
   private ownsPlane = false;
+  /** The webhook configurations applied: a shared plane must not keep routing to a closed port. */
+  private readonly applied: KubeObject[] = [];
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: TestEnvironmentOptions) {}
@@ -171,7 +177,7 @@ class RunningEnvironment implements TestEnvironment {
     const crds = withConversions(collectCrds(options.crds ?? []), webhooks);
     let configurations = options.webhookManifests
       ? readManifests([...options.webhookManifests]).filter(isWebhookConfiguration)
-      : generatedConfigurations(webhooks);
+      : generatedConfigurations(webhooks, `kubeloop-test-${process.pid}-${++environments}`);
     if (configurations.length > 0 && webhooks.length === 0)
       throw new ControlPlaneError(
         `webhookManifests hold ${configurations.length} webhook configuration(s) but no webhooks were given: pass the definitions they route to as \`webhooks\``,
@@ -184,8 +190,9 @@ class RunningEnvironment implements TestEnvironment {
     this.client_ = await Client.connect({ kubeconfig: plane.kubeconfigPath });
     await this.startManager(this.client_, webhooks);
     // The webhook server listens now: route admission to it.
-    for (const object of configurations) {
-      await this.client_.apply(object as KubeObject, { fieldManager: "kubeloop-test", force: true });
+    for (const object of configurations as KubeObject[]) {
+      await this.client_.apply(object, { fieldManager: "kubeloop-test", force: true });
+      this.applied.push(object);
     }
   }
 
@@ -253,6 +260,18 @@ class RunningEnvironment implements TestEnvironment {
     await this.stop();
   }
 
+  private async removeConfigurations(): Promise<void> {
+    for (const object of this.applied) {
+      const type =
+        object.kind === "MutatingWebhookConfiguration"
+          ? MutatingWebhookConfiguration
+          : ValidatingWebhookConfiguration;
+      await this.client_?.delete(type, object.metadata?.name ?? "").catch((error: unknown) => {
+        if (!(error instanceof NotFound)) throw error;
+      });
+    }
+  }
+
   /** Each step runs even when one before it failed; the first failure is thrown at the end. */
   private async stopAll(): Promise<void> {
     const failures: unknown[] = [];
@@ -266,12 +285,16 @@ class RunningEnvironment implements TestEnvironment {
     await step(this.manager_ && (() => this.manager_?.stop()));
     // A manager that failed has logged why; its start() rejecting is not a failure to stop.
     await this.running?.catch(() => {});
+    if (!this.ownsPlane) await step(async () => this.removeConfigurations());
     await step(this.client_ && (() => this.client_?.close()));
     if (this.ownsPlane) await step(this.plane_ && (() => this.plane_?.stop()));
     await step(this.serving && (async () => this.serving?.dispose()));
     if (failures.length > 0) throw failures[0];
   }
 }
+
+/** Unique names for generated webhook configurations, so environments can share a plane. */
+let environments = 0;
 
 function started<T>(value: T | undefined): T {
   if (value === undefined)
@@ -340,8 +363,11 @@ function withConversions(crds: CrdObject[], webhooks: readonly WebhookDefinition
   });
 }
 
-function generatedConfigurations(webhooks: readonly WebhookDefinition[]): Record<string, unknown>[] {
-  const { mutating, validating } = webhookConfigurations("kubeloop-test", webhooks, PLACEHOLDER);
+function generatedConfigurations(
+  webhooks: readonly WebhookDefinition[],
+  name: string,
+): Record<string, unknown>[] {
+  const { mutating, validating } = webhookConfigurations(name, webhooks, PLACEHOLDER);
   return [mutating, validating].filter((object) => object !== undefined);
 }
 
