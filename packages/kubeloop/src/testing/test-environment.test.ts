@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,11 +88,24 @@ describe("startTestEnvironment", () => {
     }
   });
 
-  it("refuses a crds entry it cannot read, and a plane that is not running, before starting anything", async () => {
+  it("refuses a crds entry it cannot read, a plane that is not running, and webhook manifests without webhooks, before starting anything", async () => {
     await expect(startTestEnvironment({ crds: [{ kind: "Widget" } as never] })).rejects.toThrow(
       "pass what defineResource() returns",
     );
     await expect(startTestEnvironment({ plane: new ControlPlane() })).rejects.toThrow("await plane.start()");
+    const dir = mkdtempSync(join(tmpdir(), "kubeloop-test-env-"));
+    try {
+      const manifest = join(dir, "webhooks.yaml");
+      writeFileSync(
+        manifest,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: op-validating}\nwebhooks: []\n",
+      );
+      await expect(startTestEnvironment({ webhookManifests: [manifest] })).rejects.toThrow(
+        "pass the definitions they route to as `webhooks`",
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("serves the webhooks given: a validating webhook refuses a bad object, until the environment stops", async () => {

@@ -79,7 +79,8 @@ export interface TestEnvironmentOptions<
   manager?: Omit<ManagerOptions, "client" | "kubeconfig">;
   /**
    * The API server: options for a new {@link ControlPlane} (default `profile: "apiserver"`), which
-   * `stop()` stops; or a started one to share, which `stop()` leaves running.
+   * `stop()` stops; or a started one to share, which `stop()` leaves running, less the webhook
+   * configurations it applied.
    */
   plane?: ControlPlaneOptions | ControlPlane;
   /** How long the manager may take to be ready (caches synced, controllers running). Default 60 s. */
