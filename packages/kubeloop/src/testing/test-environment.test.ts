@@ -9,7 +9,7 @@ import { controller, done } from "../controller/index.js";
 import { defineResource } from "../resources/index.js";
 import { defineWebhooks } from "../webhook/index.js";
 import { ControlPlane } from "./control-plane.js";
-import { startTestEnvironment } from "./test-environment.js";
+import { startTestEnvironment, type TestEnvironment } from "./test-environment.js";
 
 // startTestEnvironment on real API servers: one shared by the file, and one of its own where what
 // is checked is that the environment stops its plane (disposal, a start that fails).
@@ -42,6 +42,11 @@ afterAll(async () => {
   await shared?.stop();
 });
 
+/** The size the controller wrote into the Widget's status, once it has reconciled it. */
+async function seen(env: TestEnvironment, name: string): Promise<number | undefined> {
+  return (await env.client.get({ type: Widget, namespace: "default", name })).status?.seen;
+}
+
 /** Whether something accepts connections on `url`'s port. */
 function answers(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
@@ -62,11 +67,7 @@ describe("startTestEnvironment", () => {
       await using env = await startTestEnvironment({ crds: [Widget], controllers: [widgets()] });
       server = env.plane.server;
       await env.client.create(widget("small", 3));
-      await expect
-        .poll(async () => (await env.client.get(Widget, "small", { namespace: "default" })).status?.seen, {
-          timeout: 20_000,
-        })
-        .toBe(3);
+      await expect.poll(() => seen(env, "small"), { timeout: 20_000 }).toBe(3);
       const shown = await env.kubectl(["get", "widgets", "-o", "name"]);
       expect(shown.stdout.trim()).toBe("widget.env.example.com/small");
     }
@@ -129,11 +130,7 @@ describe("startTestEnvironment", () => {
         );
       await expect.poll(createHuge, { timeout: 10_000 }).toContain("size may not exceed 10");
       await env.client.create(widget("fine", 4));
-      await expect
-        .poll(async () => (await env.client.get(Widget, "fine", { namespace: "default" })).status?.seen, {
-          timeout: 20_000,
-        })
-        .toBe(4);
+      await expect.poll(() => seen(env, "fine"), { timeout: 20_000 }).toBe(4);
     }
     // Stopped, it took its configuration from the shared plane: nothing routes to its closed port.
     await using after = await startTestEnvironment({ plane: shared });

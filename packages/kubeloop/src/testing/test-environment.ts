@@ -1,4 +1,4 @@
-import { Client, type KubeObject, NotFound } from "../client/index.js";
+import { Client, ignoreNotFound, type KubeObject } from "../client/index.js";
 import type { Controller } from "../controller/index.js";
 import {
   type apiextensions_v1,
@@ -267,9 +267,7 @@ class RunningEnvironment implements TestEnvironment {
         object.kind === "MutatingWebhookConfiguration"
           ? MutatingWebhookConfiguration
           : ValidatingWebhookConfiguration;
-      await this.client_?.delete(type, object.metadata?.name ?? "").catch((error: unknown) => {
-        if (!(error instanceof NotFound)) throw error;
-      });
+      await this.client_?.delete(type, object.metadata?.name ?? "").catch(ignoreNotFound);
     }
   }
 
