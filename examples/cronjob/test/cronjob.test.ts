@@ -49,7 +49,7 @@ async function jumpUntil(namespace: string, name: string, started: () => Promise
   await expect
     .poll(
       async () => {
-        const status = (await client.get(CronJob, name, { namespace })).status;
+        const status = (await client.get({ type: CronJob, namespace, name })).status;
         return isTrue(status?.conditions, "Ready") && status?.active?.length === 0;
       },
       { timeout: 20_000 },
@@ -90,7 +90,10 @@ describe("the tutorial's CronJob operator", () => {
     await create("tick", "tick");
     await expect
       .poll(async () =>
-        isTrue((await client.get(CronJob, "tick", { namespace: "tick" })).status?.conditions, "Ready"),
+        isTrue(
+          (await client.get({ type: CronJob, namespace: "tick", name: "tick" })).status?.conditions,
+          "Ready",
+        ),
       )
       .toBe(true);
     expect(await jobs("tick")).toEqual([]); // no slot has passed since it was created
@@ -108,7 +111,10 @@ describe("the tutorial's CronJob operator", () => {
       controller: true,
     });
     await expect
-      .poll(async () => (await client.get(CronJob, "tick", { namespace: "tick" })).status?.lastScheduleTime)
+      .poll(
+        async () =>
+          (await client.get({ type: CronJob, namespace: "tick", name: "tick" })).status?.lastScheduleTime,
+      )
       .toBe(job?.metadata?.annotations?.[SCHEDULED_AT]);
   });
 
@@ -120,14 +126,15 @@ describe("the tutorial's CronJob operator", () => {
       await jumpUntil(
         "tidy",
         "tidy",
-        async () => (await client.get(CronJob, "tidy", { namespace: "tidy" })).status?.active?.length === 1,
+        async () =>
+          (await client.get({ type: CronJob, namespace: "tidy", name: "tidy" })).status?.active?.length === 1,
       );
     }
     await finish("tidy");
     // Two or more finished Jobs, a limit of one: only the newest stays.
     await expect.poll(async () => (await jobs("tidy")).length, { timeout: 20_000 }).toBe(1);
     const [kept] = await jobs("tidy");
-    const status = (await client.get(CronJob, "tidy", { namespace: "tidy" })).status;
+    const status = (await client.get({ type: CronJob, namespace: "tidy", name: "tidy" })).status;
     expect(kept?.metadata?.annotations?.[SCHEDULED_AT]).toBe(status?.lastScheduleTime);
   });
 
@@ -136,7 +143,7 @@ describe("the tutorial's CronJob operator", () => {
     await expect
       .poll(
         async () =>
-          (await client.get(CronJob, "broken", { namespace: "broken" })).status?.conditions?.find(
+          (await client.get({ type: CronJob, namespace: "broken", name: "broken" })).status?.conditions?.find(
             (c) => c.type === "Ready",
           )?.reason,
       )

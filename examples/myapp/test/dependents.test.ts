@@ -44,14 +44,14 @@ afterAll(async () => {
 });
 
 const exists = (name: string) =>
-  client.get(PgDatabase, name, { namespace: NS }).then(
+  client.get({ type: PgDatabase, namespace: NS, name }).then(
     () => true,
     () => false,
   );
 const databaseUrl = async () =>
-  (await client.get(Deployment, "web", { namespace: NS })).spec?.template.spec?.containers[0]?.env?.find(
-    (e) => e.name === "DATABASE_URL",
-  );
+  (
+    await client.get({ type: Deployment, namespace: NS, name: "web" })
+  ).spec?.template.spec?.containers[0]?.env?.find((e) => e.name === "DATABASE_URL");
 
 describe("MyApp's database, declared as a dependent", () => {
   it("switching the database off deletes the PgDatabase it made, and no one else's", async () => {

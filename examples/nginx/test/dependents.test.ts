@@ -2,7 +2,7 @@
 // controller-manager: nothing here needs pods) and the serving controller in a Manager in this
 // process. Before the port, the operator had no Ingress to offer, and nothing deleted a child it
 // stopped wanting.
-import type { Client } from "kubeloop";
+import { type Client, ignoreNotFound } from "kubeloop";
 import { Ingress, Service } from "kubeloop/k8s";
 import { pollUntil, startTestEnvironment, type TestEnvironment } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +28,7 @@ afterAll(async () => {
   await env?.stop();
 });
 
-const ingress = (name: string) => client.get(Ingress, name, { namespace: NS }).catch(() => undefined);
+const ingress = (name: string) => client.get({ type: Ingress, namespace: NS, name }).catch(ignoreNotFound);
 
 describe("nginx's Service and Ingress, declared as dependents", () => {
   it("switching the Ingress off deletes the one it made, and not someone else's with the same labels", async () => {
@@ -62,6 +62,6 @@ describe("nginx's Service and Ingress, declared as dependents", () => {
       message: "the Nginx's Ingress deleted",
     });
     expect(await ingress("web-by-hand")).toBeDefined();
-    expect((await client.get(Service, "web", { namespace: NS })).spec?.ports?.[0]?.port).toBe(80);
+    expect((await client.get({ type: Service, namespace: NS, name: "web" })).spec?.ports?.[0]?.port).toBe(80);
   });
 });

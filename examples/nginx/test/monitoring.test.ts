@@ -38,9 +38,13 @@ describe("the nginx operator's ServiceMonitor", () => {
     const namespace = metricsMonitor.metadata?.namespace ?? "";
     await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
     await client.create(metricsMonitor);
-    const read = await client.get(ServiceMonitor, metricsMonitor.metadata?.name ?? "", { namespace });
+    const read = await client.get({
+      type: ServiceMonitor,
+      namespace,
+      name: metricsMonitor.metadata?.name ?? "",
+    });
     const scheme: "http" | "https" | undefined = read.spec.endpoints?.[0]?.scheme;
     expect(scheme).toBe("https");
-    expect((await client.get(Namespace, namespace)).metadata?.name).toBe(namespace);
+    expect((await client.get({ type: Namespace, name: namespace })).metadata?.name).toBe(namespace);
   });
 });

@@ -68,7 +68,7 @@ describe("nginx reconciler (in memory)", () => {
     const h = await start();
     await h.client.create(nginx("web", 3));
     expect(await h.reconcileUntilIdle()).toEqual(FIRST_RECONCILES("default/web"));
-    const deployment = await h.client.get(Deployment, "web", { namespace: NS });
+    const deployment = await h.client.get({ type: Deployment, namespace: NS, name: "web" });
     expect(deployment.spec?.replicas).toBe(3);
     expect(deployment.spec?.template.spec?.containers[0]?.image).toBe("nginxinc/nginx-unprivileged:1.27");
     expect(deployment.metadata?.ownerReferences?.[0]).toMatchObject({
@@ -76,7 +76,7 @@ describe("nginx reconciler (in memory)", () => {
       name: "web",
       controller: true,
     });
-    const object = await h.client.get(Nginx, "web", { namespace: NS });
+    const object = await h.client.get({ type: Nginx, namespace: NS, name: "web" });
     expect(ready(object)).toMatchObject({
       status: "False",
       reason: "Progressing",
@@ -93,10 +93,12 @@ describe("nginx reconciler (in memory)", () => {
     h.server.seed(pod("web", 0, false));
     // Two pod events, one reconcile: the queue folds them into one key.
     expect(await h.reconcileUntilIdle()).toEqual([{ key: "default/web", result: "requeue_after" }]);
-    expect((await h.client.get(Nginx, "web", { namespace: NS })).status?.nodes).toEqual(["web-1"]);
+    expect((await h.client.get({ type: Nginx, namespace: NS, name: "web" })).status?.nodes).toEqual([
+      "web-1",
+    ]);
     h.server.seed(pod("web", 0, true));
     expect(await h.reconcileUntilIdle()).toEqual([{ key: "default/web", result: "success" }]);
-    const object = await h.client.get(Nginx, "web", { namespace: NS });
+    const object = await h.client.get({ type: Nginx, namespace: NS, name: "web" });
     expect(object.status?.nodes).toEqual(["web-0", "web-1"]);
     expect(object.status?.readyCount).toBe(2);
     expect(ready(object)?.status).toBe("True");
@@ -118,8 +120,8 @@ describe("nginx reconciler (in memory)", () => {
     await h.reconcileUntilIdle();
     await h.client.patch(Nginx, "web", { spec: { replicas: 4 } }, { namespace: NS });
     await h.reconcileUntilIdle();
-    expect((await h.client.get(Deployment, "web", { namespace: NS })).spec?.replicas).toBe(4);
-    const object = await h.client.get(Nginx, "web", { namespace: NS });
+    expect((await h.client.get({ type: Deployment, namespace: NS, name: "web" })).spec?.replicas).toBe(4);
+    const object = await h.client.get({ type: Nginx, namespace: NS, name: "web" });
     expect(object.metadata?.generation).toBe(2);
     expect(object.status?.observedGeneration).toBe(2);
   });
@@ -135,7 +137,7 @@ describe("nginx reconciler (in memory)", () => {
       { namespace: NS, fieldManager: "kubectl-edit" },
     );
     expect((await h.reconcileUntilIdle()).map((s) => s.key)).toEqual(["default/web"]);
-    expect((await h.client.get(Deployment, "web", { namespace: NS })).spec?.replicas).toBe(2);
+    expect((await h.client.get({ type: Deployment, namespace: NS, name: "web" })).spec?.replicas).toBe(2);
   });
 
   it("does not wake itself up with its own writes (no status loop)", async () => {
@@ -154,7 +156,7 @@ describe("nginx reconciler (in memory)", () => {
     await h.reconcileUntilIdle();
     await h.client.delete(Nginx, "web", { namespace: NS });
     expect(await h.reconcileUntilIdle()).toEqual([{ key: "default/web", result: "success" }]);
-    await expect(h.client.get(Deployment, "web", { namespace: NS })).rejects.toThrow(/not found/);
+    await expect(h.client.get({ type: Deployment, namespace: NS, name: "web" })).rejects.toThrow(/not found/);
   });
 
   it("reconciles several Nginxes in queue order, each in one step", async () => {
@@ -189,7 +191,7 @@ describe("nginx reconciler (in memory)", () => {
         note: expect.stringMatching(/namespace doomed because it is being terminated/),
       }),
     ]);
-    const object = await h.client.get(Nginx, "web", { namespace: "doomed" });
+    const object = await h.client.get({ type: Nginx, namespace: "doomed", name: "web" });
     expect(ready(object)).toMatchObject({ status: "False", reason: "ReconcileError" });
     // Retried with per-key backoff (5 ms, then doubling), not at once.
     expect(await h.reconcileNext()).toBeUndefined();
@@ -213,8 +215,8 @@ describe("nginx reconciler (in memory)", () => {
     await h.client.create(nginx("api", 1));
     h.server.seed(pod("api", 0, true));
     await h.reconcileUntilIdle();
-    expect(ready(await h.client.get(Nginx, "web", { namespace: NS }))?.status).toBe("False");
-    expect(ready(await h.client.get(Nginx, "api", { namespace: NS }))?.status).toBe("True");
+    expect(ready(await h.client.get({ type: Nginx, namespace: NS, name: "web" }))?.status).toBe("False");
+    expect(ready(await h.client.get({ type: Nginx, namespace: NS, name: "api" }))?.status).toBe("True");
     expect(await h.client.list(Pod, { namespace: NS })).toMatchObject({
       items: [{ metadata: { name: "api-0" } }],
     });

@@ -73,7 +73,7 @@ function pgDatabase(name: string, spec: Record<string, unknown> = {}): PgDatabas
 }
 
 const get = (h: ReconcileHarness<PgDatabaseObject>, name: string) =>
-  h.client.get(PgDatabase, name, { namespace: NS });
+  h.client.get({ type: PgDatabase, namespace: NS, name });
 const condition = (object: PgDatabaseObject, type: string) =>
   object.status?.conditions?.find((c) => c.type === type);
 const sql = (query: string) => pg.psql(query);
@@ -97,7 +97,7 @@ describe("PgDatabase reconciler (in memory, real PostgreSQL)", () => {
       reason: "Ready",
       observedGeneration: 1,
     });
-    const secret = await h.client.get(Secret, "orders-credentials", { namespace: NS });
+    const secret = await h.client.get({ type: Secret, namespace: NS, name: "orders-credentials" });
     expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({
       kind: "PgDatabase",
       name: "orders",
@@ -194,7 +194,11 @@ describe("PgDatabase reconciler (in memory, real PostgreSQL)", () => {
     expect(await backups()).toEqual([]);
     h.advance(1);
     await h.reconcileUntilIdle();
-    const created = await h.client.get(PgDatabaseBackup, "ledger-20300101-0300", { namespace: NS });
+    const created = await h.client.get({
+      type: PgDatabaseBackup,
+      namespace: NS,
+      name: "ledger-20300101-0300",
+    });
     expect(created.metadata.labels?.[SCHEDULED_LABEL]).toBe("true");
     expect(created.spec.database).toBe("ledger");
     expect((await get(h, "ledger")).status?.lastScheduledBackup).toBe("2030-01-01T03:00:00.000Z");

@@ -4,7 +4,7 @@
 // its deletionPolicy says: the read-only Service, and the data volumes of the removed instances
 // (deleted under Delete, kept under Retain); what it needs again comes back on a scale-up. And a
 // StatefulSet made before `Parallel` keeps its podManagementPolicy (the field is immutable).
-import { type Client, NotFound, type ResourceType } from "kubeloop";
+import { type Client, ignoreNotFound, NotFound, type ResourceType } from "kubeloop";
 import { PersistentVolumeClaim, Service, StatefulSet } from "kubeloop/k8s";
 import { pollUntil, startTestEnvironment, type TestEnvironment } from "kubeloop/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 const exists = (type: ResourceType, name: string) =>
-  client.get(type, name, { namespace: NS }).then(
+  client.get({ type: type, namespace: NS, name }).then(
     (object) => !object.metadata?.deletionTimestamp,
     (error) => {
       if (error instanceof NotFound) return false;
@@ -36,7 +36,7 @@ const scale = (name: string, instances: number) =>
 
 /** The StatefulSet's part: a claim per ordinal from its template, named as it names them, if none exists. */
 async function claimsAsTheStatefulSetWould(name: string, replicas: number): Promise<void> {
-  const set = await client.get(StatefulSet, name, { namespace: NS });
+  const set = await client.get({ type: StatefulSet, namespace: NS, name });
   const template = set.spec?.volumeClaimTemplates?.[0];
   for (let ordinal = 0; ordinal < replicas; ordinal++) {
     const claim = `${template?.metadata?.name ?? "data"}-${name}-${ordinal}`;
@@ -69,14 +69,15 @@ async function createAtThree(name: string, deletionPolicy: string): Promise<void
   });
   await pollUntil(
     async () =>
-      (await client.get(StatefulSet, name, { namespace: NS }).catch(() => undefined))?.spec?.replicas === 3,
+      (await client.get({ type: StatefulSet, namespace: NS, name }).catch(ignoreNotFound))?.spec?.replicas ===
+      3,
     { timeoutMs: 30_000, message: "the StatefulSet at 3 replicas" },
   );
   await claimsAsTheStatefulSetWould(name, 3);
 }
 
 const replicas = async (name: string) =>
-  (await client.get(StatefulSet, name, { namespace: NS })).spec?.replicas;
+  (await client.get({ type: StatefulSet, namespace: NS, name })).spec?.replicas;
 
 describe("SampleDB scaled down", () => {
   it("3 → 1 under Delete: the read-only Service and the removed instances' volumes go; 1 → 3 brings the Service back", async () => {
@@ -123,7 +124,7 @@ describe("SampleDB scaled down", () => {
     for (const claim of ["data-keep-0", "data-keep-1", "data-keep-2"])
       expect(await exists(PersistentVolumeClaim, claim), claim).toBe(true);
     // Kept volumes carry no owner reference to the SampleDB: deleting it cannot take them.
-    const kept = await client.get(PersistentVolumeClaim, "data-keep-2", { namespace: NS });
+    const kept = await client.get({ type: PersistentVolumeClaim, namespace: NS, name: "data-keep-2" });
     expect(kept.metadata?.ownerReferences ?? []).toEqual([]);
   });
 
@@ -178,12 +179,12 @@ describe("SampleDB scaled down", () => {
     // Applied (the set's label on it), not refused for changing the immutable field.
     await pollUntil(
       async () =>
-        (await client.get(StatefulSet, "legacy", { namespace: NS })).metadata?.labels?.[
+        (await client.get({ type: StatefulSet, namespace: NS, name: "legacy" })).metadata?.labels?.[
           "kubeloop.dev/dependent"
         ] === "statefulset",
       { timeoutMs: 30_000, message: "the existing StatefulSet applied" },
     );
-    const legacy = await client.get(StatefulSet, "legacy", { namespace: NS });
+    const legacy = await client.get({ type: StatefulSet, namespace: NS, name: "legacy" });
     expect(legacy.spec?.podManagementPolicy).toBe("OrderedReady");
     expect(legacy.spec?.replicas).toBe(2);
     await client.create({
@@ -196,8 +197,8 @@ describe("SampleDB scaled down", () => {
       timeoutMs: 30_000,
       message: "a new StatefulSet",
     });
-    expect((await client.get(StatefulSet, "fresh", { namespace: NS })).spec?.podManagementPolicy).toBe(
-      "Parallel",
-    );
+    expect(
+      (await client.get({ type: StatefulSet, namespace: NS, name: "fresh" })).spec?.podManagementPolicy,
+    ).toBe("Parallel");
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { namespaces, startPlane, stopPlane, until } from "../../test/helpers.js";
 import { InformerRegistry } from "../cache/registry.js";
 import type { Client } from "../client/client.js";
+import { ignoreNotFound } from "../client/errors.js";
 import { type KubeObject, resourceType } from "../client/types.js";
 import { ConfigMap, Secret } from "../k8s/index.js";
 import { addFinalizer, hasFinalizer, setControllerReference } from "../resources/index.js";
@@ -295,7 +296,7 @@ describe("Controller", () => {
         }),
     );
     const child = async () =>
-      client.get({ type: ConfigMap, namespace: ns, name: "parent-child" }).catch(() => undefined);
+      client.get({ type: ConfigMap, namespace: ns, name: "parent-child" }).catch(ignoreNotFound);
     await until(async () => (await child()) !== undefined, 10_000, "the child");
     const created = (await child()) as ConfigMapObject;
     expect(created.metadata?.ownerReferences?.[0]).toMatchObject({

@@ -80,9 +80,11 @@ interface Prepared<T extends KubeObject> {
 export class Controller<T extends KubeObject> {
   readonly name: string;
   readonly spec: ControllerSpec<T>;
-  private readonly writes = new WriteAwareness();
-  private readonly abort = new AbortController();
+  private writes = new WriteAwareness();
+  private abort = new AbortController();
   private readonly unsubscribe: (() => void)[] = [];
+  /** From prepare() to the end of stop(): a controller runs in one manager at a time. */
+  private running = false;
   private readonly primaryGroup: string;
   private prepared: Prepared<T> | undefined;
 
@@ -90,6 +92,22 @@ export class Controller<T extends KubeObject> {
     this.spec = spec;
     this.name = spec.name;
     this.primaryGroup = groupOf(spec.primary.apiVersion);
+  }
+
+  /**
+   * Refuses a second manager while one runs this controller; after a stop (a test's first
+   * manager), starts a run of its own, so nothing aborted or expected carries over.
+   */
+  private beginRun(): void {
+    if (this.running)
+      throw new Error(
+        `controller "${this.name}" is already running in a manager; one controller runs in one manager at a time: build another with controller(...) for the second`,
+      );
+    if (this.abort.signal.aborted) {
+      this.abort = new AbortController();
+      this.writes = new WriteAwareness();
+      this.unsubscribe.length = 0;
+    }
   }
 
   /**
@@ -124,6 +142,7 @@ export class Controller<T extends KubeObject> {
    * @internal
    */
   prepare(env: ControllerEnvironment): void {
+    this.beginRun();
     const { spec } = this;
     const queueMetrics = env.metrics?.queue;
     const queue = new WorkQueue<ObjectKey>({
@@ -193,6 +212,7 @@ export class Controller<T extends KubeObject> {
     };
     this.subscribe(primary, spec.predicates as Predicate[], (object) => [refOf(object)], true);
     this.subscribeSecondaries(caches, selector);
+    this.running = true;
   }
 
   /** The owned and watched kinds' informers, each event mapped to the primaries it concerns. */
@@ -268,9 +288,13 @@ export class Controller<T extends KubeObject> {
       queue.shutDown();
     }
     this.abort.abort();
-    await workersEnded;
-    await tasksEnded;
-    await this.prepared?.caches.release();
+    try {
+      await workersEnded;
+      await tasksEnded;
+      await this.prepared?.caches.release();
+    } finally {
+      this.running = false;
+    }
   }
 
   /** What the shard gate sees of this controller. */
@@ -306,10 +330,11 @@ export class Controller<T extends KubeObject> {
   }
 
   private async pump(source: Source, queue: WorkQueue<ObjectKey>): Promise<void> {
+    const { signal } = this.abort;
     try {
-      for await (const request of source(this.abort.signal)) queue.add(keyOfRef(request));
+      for await (const request of source(signal)) queue.add(keyOfRef(request));
     } catch (error) {
-      if (!this.abort.signal.aborted)
+      if (!signal.aborted)
         this.require().env.logger.error({ controller: this.name, err: error }, "source failed");
     }
   }

@@ -104,7 +104,7 @@ function watchOverlap(electors: LeaderElector[]) {
 }
 
 function readLease(name: string): Promise<Lease> {
-  return client.get({ type: LeaseType, namespace: NS, name: name });
+  return client.get({ type: LeaseType, namespace: NS, name });
 }
 
 describe("LeaderElector: options", () => {

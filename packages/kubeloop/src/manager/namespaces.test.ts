@@ -97,7 +97,7 @@ afterAll(async () => {
 });
 
 const copied = async (namespace: string) =>
-  admin.get({ type: Secret, namespace: namespace, name: "settings" }).catch((error: unknown) => {
+  admin.get({ type: Secret, namespace, name: "settings" }).catch((error: unknown) => {
     if (error instanceof NotFound) return undefined;
     throw error;
   });

@@ -210,7 +210,7 @@ describe("self-issued serving certificates", () => {
       const served = await servedCertificate(first.ports.webhooks ?? 0, ca.cert, host);
       expect(served.fingerprint256).toBe(new X509Certificate(mounted.cert).fingerprint256);
       await expect(
-        client.get({ type: Secret, namespace: namespace, name: "mounted-webhook-self-issued" }),
+        client.get({ type: Secret, namespace, name: "mounted-webhook-self-issued" }),
       ).rejects.toThrow(/not found/);
       expect(await caBundles("mounted")).toEqual([undefined, undefined, undefined]);
     } finally {
@@ -275,7 +275,7 @@ describe("self-issued serving certificates", () => {
     const cert = new X509Certificate(renewed.cert);
     expect(cert.checkIssued(new X509Certificate(ca.cert))).toBe(true);
     expect(Date.parse(cert.validTo) - Date.now()).toBeGreaterThan(300 * 24 * 3600 * 1000);
-    const stored = await client.get({ type: Secret, namespace: namespace, name: "kept" });
+    const stored = await client.get({ type: Secret, namespace, name: "kept" });
     expect(stored.data?.["tls.crt"]).toBe(base64(renewed.cert));
     expect(stored.data?.["ca.crt"]).toBe(base64(ca.cert));
 
@@ -301,7 +301,7 @@ describe("self-issued serving certificates", () => {
     const running = manager.start();
     try {
       await manager.ready;
-      const secret = await client.get({ type: Secret, namespace: namespace, name: "op-metrics-self-issued" });
+      const secret = await client.get({ type: Secret, namespace, name: "op-metrics-self-issued" });
       const ca = Buffer.from(secret.data?.["ca.crt"] ?? "", "base64").toString();
       // What the generated ServiceMonitor says: this CA, the Service's short name.
       for (const name of ["op-metrics", `op-metrics.${namespace}.svc`]) {
@@ -344,7 +344,7 @@ describe("self-issued serving certificates", () => {
       ];
       for (const { secret: name, host, port } of servers) {
         // As if 11 months went by: the stored certificate has a day left.
-        const secret = await client.get({ type: Secret, namespace: namespace, name: name });
+        const secret = await client.get({ type: Secret, namespace, name });
         const text = (key: string) => Buffer.from(secret.data?.[key] ?? "", "base64").toString();
         const ca = CertificateAuthority.fromPem(text("ca.crt"), text("ca.key"));
         const first = (await servedCertificate(port, ca.cert, host)).fingerprint256;
@@ -370,7 +370,7 @@ describe("self-issued serving certificates", () => {
           10_000,
           `the ${name} certificate renewed from the same CA and served`,
         );
-        const renewed = await client.get({ type: Secret, namespace: namespace, name: name });
+        const renewed = await client.get({ type: Secret, namespace, name });
         expect(renewed.data?.["ca.crt"]).toBe(secret.data?.["ca.crt"]);
         expect(renewed.data?.["tls.crt"], name).not.toBe(data["tls.crt"]);
       }

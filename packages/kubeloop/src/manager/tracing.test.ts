@@ -91,7 +91,7 @@ async function runOnce(
       .named(`copier-${namespace}`)
       .inNamespace(namespace)
       .reconcile(async (_, ctx) => {
-        await ctx.client.get({ type: ConfigMap, namespace: namespace, name: "traced" });
+        await ctx.client.get({ type: ConfigMap, namespace, name: "traced" });
         ctx.log.info("read it back");
         reconciled++;
         return done();

@@ -21,7 +21,7 @@ const Widget = defineResource({
   spec: Type.Object({ size: Type.Integer() }),
   status: Type.Object({ seen: Type.Optional(Type.Integer()) }),
 });
-/** Writes the size it saw into the status: proof the controller ran on the object. A new one per manager (a stopped controller stays stopped). */
+/** Writes the size it saw into the status: proof the controller ran on the object. */
 const widgets = () =>
   controller(Widget).reconcile(async (widget, ctx) => {
     await ctx.status({ seen: widget.spec.size });
@@ -107,6 +107,24 @@ describe("startTestEnvironment", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("runs one controller value again once the environment that ran it has stopped, and refuses it in two at once", async () => {
+    const once = widgets();
+    {
+      await using first = await startTestEnvironment({ plane: shared, crds: [Widget], controllers: [once] });
+      await first.client.create(widget("first", 1));
+      await expect.poll(() => seen(first, "first"), { timeout: 20_000 }).toBe(1);
+      await expect(startTestEnvironment({ plane: shared, controllers: [once] })).rejects.toThrow(
+        /already running in a manager.*build another with controller/,
+      );
+      // The refused start stopped nothing of the first run.
+      await first.client.create(widget("still", 5));
+      await expect.poll(() => seen(first, "still"), { timeout: 20_000 }).toBe(5);
+    }
+    await using second = await startTestEnvironment({ plane: shared, controllers: [once] });
+    await second.client.create(widget("second", 2));
+    await expect.poll(() => seen(second, "second"), { timeout: 20_000 }).toBe(2);
   });
 
   it("serves the webhooks given: a validating webhook refuses a bad object, until the environment stops", async () => {

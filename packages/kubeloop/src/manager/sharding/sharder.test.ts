@@ -169,9 +169,8 @@ describe("the sharder, between resyncs", () => {
     const create = (name: string) =>
       client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: NS } });
     const labelled = async (name: string) =>
-      (await client.get({ type: ConfigMap, namespace: NS, name: name })).metadata?.labels?.[
-        shardLabel(ring)
-      ] === "only";
+      (await client.get({ type: ConfigMap, namespace: NS, name })).metadata?.labels?.[shardLabel(ring)] ===
+      "only";
     try {
       await sharder.start();
       await until(async () => sharder.shards.join() === "only", 20_000, "the shard in the ring");
