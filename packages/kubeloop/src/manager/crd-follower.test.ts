@@ -139,6 +139,14 @@ describe("a controller that follows its CRD", () => {
       expect(lines.some((l) => /controller "gadgets" stops/.test(l.msg))).toBe(true);
 
       await installCrd();
+      // As after the first install: the kind served in discovery before the test's own create (a
+      // discovery read the follower made while the CRD was settling is remembered for 1 s).
+      await until(
+        async () =>
+          /\[\+\]crds ok: every controller's kinds are served/.test((await readyz(manager))?.body ?? ""),
+        20_000,
+        "the controller running again",
+      );
       await client.create({
         apiVersion: Gadget.apiVersion,
         kind: Gadget.kind,
