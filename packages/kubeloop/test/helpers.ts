@@ -1,10 +1,16 @@
 import { Writable } from "node:stream";
+import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import pino from "pino";
 import { Client, type KubeObject } from "../src/client/index.js";
 import type { Controller } from "../src/controller/index.js";
 import { Manager, type ManagerOptions } from "../src/manager/index.js";
 import { ControlPlane, type ControlPlaneOptions, kubectl } from "../src/testing/index.js";
 import { pollUntil } from "../src/util/index.js";
+
+/** A ConfigMap `name` in `ns` with `data`, to create or apply. */
+export function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
+}
 
 /** The error a promise rejects with; fails the test if it resolves instead. */
 export async function rejection(promise: Promise<unknown>): Promise<Error> {

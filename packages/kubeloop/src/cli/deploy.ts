@@ -157,7 +157,7 @@ export async function ensureWebhookCertificate(
   const dnsNames = [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`];
   const read = async (secret: string) => {
     const found = await client.get(refTo(Secret, secret, namespace)).catch(ignoreNotFound);
-    return found && (found.data ?? {});
+    return found ? (found.data ?? {}) : undefined;
   };
   const decode = (value: string | undefined) => (value ? Buffer.from(value, "base64").toString() : undefined);
   const base64 = (text: string) => Buffer.from(text).toString("base64");

@@ -1,7 +1,6 @@
 import { join } from "node:path";
-import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { namespaces, rejection, startPlane, stopPlane } from "../../test/helpers.js";
+import { configMap, namespaces, rejection, startPlane, stopPlane } from "../../test/helpers.js";
 import { ConfigMap, Namespace, Secret } from "../k8s/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { Client } from "./client.js";
@@ -26,10 +25,6 @@ let client: Client;
 
 /** A fresh namespace per test: tests share the plane, never their objects. */
 const namespace = namespaces(() => client, "client-errors");
-
-function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
-  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
-}
 
 beforeAll(async () => {
   // Secrets bypass the watch cache, so compacting etcd makes old resourceVersions Gone for them.

@@ -1,9 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection, serverFeatureEnabled, startPlane, stopPlane } from "../../test/helpers.js";
+import {
+  configMap,
+  namespaces,
+  rejection,
+  serverFeatureEnabled,
+  startPlane,
+  stopPlane,
+} from "../../test/helpers.js";
 import { ConfigMap, Deployment } from "../k8s/index.js";
 import type { ControlPlane } from "../testing/control-plane.js";
 import { kubectl } from "../testing/kubectl.js";
@@ -31,10 +37,6 @@ let client: Client;
 
 /** A fresh namespace per test: tests share the plane, never their objects. */
 const namespace = namespaces(() => client, "client");
-
-function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
-  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
-}
 
 beforeAll(async () => {
   ({ plane, client } = await startPlane({ crds: [join(fixtures, "crds/widgets.yaml")] }));

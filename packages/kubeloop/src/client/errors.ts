@@ -63,7 +63,7 @@ export class NotFound extends ApiError {
  *
  * const client = await Client.connect();
  * const settings = await client.get(refTo(ConfigMap, "settings", "default")).catch(ignoreNotFound);
- * if (settings === undefined) console.log("no settings yet");
+ * const color = settings?.data?.color ?? "blue"; // absent: the default; a refused read still throws
  * ```
  */
 export function ignoreNotFound(error: unknown): undefined {

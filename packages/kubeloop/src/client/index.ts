@@ -8,8 +8,8 @@
  * import { ConfigMap } from "kubeloop/k8s";
  *
  * const client = await Client.connect();
- * const missing = await client.get(refTo(ConfigMap, "missing", "default")).catch(ignoreNotFound);
- * if (missing === undefined) console.log("not there");
+ * const settings = await client.get(refTo(ConfigMap, "settings", "default")).catch(ignoreNotFound);
+ * const color = settings?.data?.color ?? "blue"; // absent: the default
  * try {
  *   await client.delete(ConfigMap, "missing", { namespace: "default" });
  * } catch (error) {

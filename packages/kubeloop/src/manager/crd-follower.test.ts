@@ -96,6 +96,13 @@ describe("a controller that follows its CRD", () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
+    const untilServed = (what: string) =>
+      until(
+        async () =>
+          /\[\+\]crds ok: every controller's kinds are served/.test((await readyz(manager))?.body ?? ""),
+        20_000,
+        what,
+      );
     try {
       await manager.ready;
       // Everything else runs, and /readyz says what waits and why.
@@ -116,12 +123,7 @@ describe("a controller that follows its CRD", () => {
       );
 
       await installCrd();
-      await until(
-        async () =>
-          /\[\+\]crds ok: every controller's kinds are served/.test((await readyz(manager))?.body ?? ""),
-        20_000,
-        "the controller running",
-      );
+      await untilServed("the controller running");
       await client.create({
         apiVersion: Gadget.apiVersion,
         kind: Gadget.kind,
@@ -141,12 +143,7 @@ describe("a controller that follows its CRD", () => {
       await installCrd();
       // As after the first install: the kind served in discovery before the test's own create (a
       // discovery read the follower made while the CRD was settling is remembered for 1 s).
-      await until(
-        async () =>
-          /\[\+\]crds ok: every controller's kinds are served/.test((await readyz(manager))?.body ?? ""),
-        20_000,
-        "the controller running again",
-      );
+      await untilServed("the controller running again");
       await client.create({
         apiVersion: Gadget.apiVersion,
         kind: Gadget.kind,

@@ -1,6 +1,6 @@
 import type { ConfigMap as ConfigMapObject } from "kubernetes-types/core/v1.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { namespaces, rejection, startPlane, stopPlane } from "../../test/helpers.js";
+import { configMap, namespaces, rejection, startPlane, stopPlane } from "../../test/helpers.js";
 import type { Client } from "../client/client.js";
 import { Conflict, Invalid } from "../client/errors.js";
 import { ConfigMap } from "../k8s/index.js";
@@ -14,10 +14,6 @@ let client: Client;
 const manager = { fieldManager: "example.com/owner-controller" };
 
 const namespace = namespaces(() => client, "apply");
-
-function configMap(ns: string, name: string, data: Record<string, string> = {}): ConfigMapObject {
-  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data };
-}
 
 beforeAll(async () => ({ plane, client } = await startPlane()));
 afterAll(() => stopPlane(plane, client));

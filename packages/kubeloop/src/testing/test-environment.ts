@@ -201,7 +201,7 @@ class RunningEnvironment implements TestEnvironment {
     const given = this.options.plane;
     if (given instanceof ControlPlane) {
       try {
-        void given.kubeconfigPath;
+        void given.server; // throws unless the plane is running
       } catch {
         throw new ControlPlaneError(
           "The plane given to startTestEnvironment is not running: `await plane.start()` first, or pass its options instead",
@@ -274,20 +274,20 @@ class RunningEnvironment implements TestEnvironment {
   /** Each step runs even when one before it failed; the first failure is thrown at the end. */
   private async stopAll(): Promise<void> {
     const failures: unknown[] = [];
-    const step = async (action: (() => Promise<unknown> | undefined) | undefined) => {
+    const step = async (action: () => unknown) => {
       try {
-        await action?.();
+        await action();
       } catch (error) {
         failures.push(error);
       }
     };
-    await step(this.manager_ && (() => this.manager_?.stop()));
+    await step(() => this.manager_?.stop());
     // A manager that failed has logged why; its start() rejecting is not a failure to stop.
     await this.running?.catch(() => {});
-    if (!this.ownsPlane) await step(async () => this.removeConfigurations());
-    await step(this.client_ && (() => this.client_?.close()));
-    if (this.ownsPlane) await step(this.plane_ && (() => this.plane_?.stop()));
-    await step(this.serving && (async () => this.serving?.dispose()));
+    if (!this.ownsPlane) await step(() => this.removeConfigurations());
+    await step(() => this.client_?.close());
+    if (this.ownsPlane) await step(() => this.plane_?.stop());
+    await step(() => this.serving?.dispose());
     if (failures.length > 0) throw failures[0];
   }
 }
