@@ -10,7 +10,8 @@
  * import { ensureAssets, KUBERNETES_VERSION } from "kubeloop/testing/assets";
  *
  * const { binaries } = await ensureAssets(["etcd", "kube-apiserver"]);
- * console.assert(binaries["kube-apiserver"]?.includes(KUBERNETES_VERSION));
+ * const apiServer = binaries["kube-apiserver"]; // a path under the cache, named for KUBERNETES_VERSION
+ * if (!apiServer?.includes(KUBERNETES_VERSION)) throw new Error(`unexpected binary ${apiServer}`);
  * ```
  */
 import { AssetsError } from "./errors.js";
